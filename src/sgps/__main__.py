@@ -1,0 +1,5 @@
+import sys
+
+from sgps.cli import main
+
+sys.exit(main())

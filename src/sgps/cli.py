@@ -1,0 +1,198 @@
+"""The ``sgps`` command line: argument parsing only; the work is done by the library.
+
+Errors a user can act on (bad files, options, parameters) are printed as one line
+``sgps: error: ...`` with exit status 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sgps import __version__
+from sgps.domains import Level, LevelSet, get_domain, read_levels, solve, write_levels
+from sgps.domains.generation import generate_levels, resolve_params
+from sgps.domains.render import write_png
+from sgps.errors import ConfigError, SgpsError
+
+DEMO_DOMAINS = ("tsp", "boxworld", "sokoban")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="sgps",
+        description="Policy tree search guided by learned subgoals: domains, levels, solvers.",
+    )
+    parser.add_argument("--version", action="version", version=f"sgps {__version__}")
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (a module that registers your own domains); repeatable",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    generate = commands.add_parser("generate", help="generate a level set")
+    generate.add_argument("domain", help="domain name")
+    generate.add_argument("--variant", default="standard", help="generator variant (default: standard)")
+    generate.add_argument("--count", type=int, default=10, help="number of levels (default: 10)")
+    generate.add_argument("--seed", type=int, default=0, help="seed of the first level; level k uses seed+k")
+    generate.add_argument("--out", required=True, type=Path, help="level file to write")
+    generate.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE", help="override a generator parameter"
+    )
+
+    show = commands.add_parser("show", help="print a level (and optionally draw it to PNG)")
+    _add_level_arguments(show)
+    show.add_argument("--png", type=Path, help="write a picture of the level to this PNG file")
+    show.add_argument("--cell", type=int, default=16, help="pixels per cell in the PNG (default: 16)")
+
+    solve_cmd = commands.add_parser("solve", help="find an optimal solution with the exact solver")
+    _add_level_arguments(solve_cmd)
+    solve_cmd.add_argument("--method", choices=("auto", "bfs", "astar"), default="auto", help="default: auto")
+    solve_cmd.add_argument("--max-states", type=int, default=2_000_000, help="state cap (default: 2,000,000)")
+
+    demo = commands.add_parser("demo", help="generate, solve and draw a few levels of each domain")
+    demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output folder (default: runs/demo)")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the first level (default: 0)")
+    demo.add_argument("--count", type=int, default=3, help="levels per domain (default: 3)")
+    return parser
+
+
+def _add_level_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, help="level file or folder of level files")
+    parser.add_argument("--domain", help="domain of the levels (needed unless the file names it)")
+    parser.add_argument("--index", type=int, default=0, help="which level, counting from 0 (default: 0)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        for module in args.plugin:
+            _load_plugin(module)
+        return COMMANDS[args.command](args)
+    except SgpsError as error:
+        print(f"sgps: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        where = f" {error.filename}" if error.filename else ""
+        print(f"sgps: error:{where}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sgps: interrupted", file=sys.stderr)
+        return 130
+
+
+def _load_plugin(module: str) -> None:
+    try:
+        importlib.import_module(module)
+    except ImportError as error:
+        raise ConfigError(f"cannot import plugin module {module!r}: {error}") from None
+
+
+def _parse_params(pairs: Sequence[str]) -> dict[str, str]:
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param expects KEY=VALUE, got {pair!r}")
+        params[key.strip()] = value
+    return params
+
+
+def _pick_level(levels: LevelSet, index: int, file: Path) -> Level:
+    if not 0 <= index < len(levels):
+        raise ConfigError(f"{file} has {len(levels)} levels; --index {index} is out of range")
+    return levels.levels[index]
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    domain = get_domain(args.domain)
+    params = resolve_params(domain, args.variant, _parse_params(args.param))
+    states = generate_levels(domain, params, args.seed, args.count)
+    write_levels(args.out, domain, states, variant=args.variant, seed=args.seed, params=params)
+    seeds = f"seeds {args.seed}-{args.seed + args.count - 1}"
+    print(f"wrote {len(states)} {domain.name} levels ({args.variant}, {seeds}) to {args.out}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    levels = read_levels(args.file, args.domain)
+    level = _pick_level(levels, args.index, args.file)
+    domain = levels.domain
+    print(f"{level.name}: {domain.describe(level.state)} (line {level.line} of {level.path})")
+    print(domain.render_text(level.state))
+    if args.png is not None:
+        if args.cell < 1:
+            raise ConfigError("--cell must be at least 1")
+        write_png(args.png, domain.render_image(level.state, args.cell))
+        print(f"wrote {args.png}")
+    return 0
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    levels = read_levels(args.file, args.domain)
+    level = _pick_level(levels, args.index, args.file)
+    domain = levels.domain
+    if args.max_states < 1:
+        raise ConfigError("--max-states must be at least 1")
+    result = solve(domain, level.state, method=args.method, max_states=args.max_states)
+    print(f"{level.name}: {domain.describe(level.state)} (line {level.line} of {level.path})")
+    stats = f"{result.expanded:,} expanded, {result.stored:,} states, {result.seconds:.2f} s"
+    if result.actions is None:
+        reason = "state cap reached" if result.status == "cap" else "no solution exists"
+        print(f"not solved: {reason} ({stats})")
+        return 1
+    print(f"optimal length: {result.length} ({stats})")
+    print("actions: " + " ".join(domain.action_names[a] for a in result.actions))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Generate a few levels of each domain, solve the first exactly, draw its solution."""
+    out: Path = args.out
+    for name in DEMO_DOMAINS:
+        domain = get_domain(name)
+        params = resolve_params(domain, "standard")
+        states = generate_levels(domain, params, args.seed, args.count)
+        level_file = out / f"{name}.txt"
+        write_levels(level_file, domain, states, variant="standard", seed=args.seed, params=params)
+        result = solve(domain, states[0])
+        if result.actions is None:
+            print(f"{name}: level 0 not solved ({result.status})")
+            continue
+        trajectory = [states[0]]
+        for action in result.actions:
+            trajectory.append(domain.step(trajectory[-1], action))
+        picture = out / f"{name}-solution.png"
+        write_png(picture, film_strip(domain, trajectory))
+        print(
+            f"{name:9s} {len(states)} levels -> {level_file}; level 0 solved optimally in "
+            f"{result.length} moves ({result.seconds:.2f} s); picture -> {picture}"
+        )
+    return 0
+
+
+def film_strip(domain: Any, trajectory: Sequence[Any], frames: int = 6, cell: int = 12) -> np.ndarray:
+    """Evenly spaced frames of a trajectory side by side (always the first and last)."""
+    count = min(frames, len(trajectory))
+    picks = sorted({round(i * (len(trajectory) - 1) / max(count - 1, 1)) for i in range(count)})
+    images = [domain.render_image(trajectory[i], cell) for i in picks]
+    gap = np.full((images[0].shape[0], cell, 3), 255, dtype=np.uint8)
+    parts = [part for image in images for part in (image, gap)][:-1]
+    return np.concatenate(parts, axis=1)
+
+
+COMMANDS = {"generate": cmd_generate, "show": cmd_show, "solve": cmd_solve, "demo": cmd_demo}
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

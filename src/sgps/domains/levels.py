@@ -1,0 +1,276 @@
+"""Reading and writing level sets.
+
+Native format (the reference implementation's): one level per line, fields separated
+by ``|``: the header (``rows|cols`` plus domain fields) then ``rows*cols`` cell codes,
+written with two digits. Empty lines and lines starting with ``;`` are skipped.
+
+The format does not name its domain, so files written by sgps begin with a header
+comment that records it with the generator settings::
+
+    ; sgps domain=tsp variant=hard seed=0 count=5 params={"cities":6,"size":10,"walls":true}
+
+Boxoban ASCII files (``; N`` then 10 rows of 10 characters) are read as Sokoban.
+
+A level set is a file, or a folder whose ``*.txt`` files are read in name order.
+Every problem gets a stable name ``<file stem>:<k>`` (k counts from 0 within its
+file; for Boxoban it is the number after ``;``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sgps.domains.base import Domain
+from sgps.domains.registry import domain_names, get_domain
+from sgps.domains.sokoban import ASCII_CODES
+from sgps.errors import LevelFormatError, UnknownDomainError
+from sgps.fileio import atomic_write_text
+
+HEADER_PREFIX = "; sgps "
+BOXOBAN_SIZE = 10
+_HEADER_TOKEN = re.compile(r"(\w+)=(\S+)")
+_HEADER_LINE = re.compile(r";\s*sgps(\s|$)")
+
+
+@dataclass(frozen=True)
+class Level:
+    """One problem of a level set."""
+
+    name: str  # "<file stem>:<k>"
+    path: Path  # the file it came from
+    line: int  # 1-based line where the level starts
+    state: Any  # the domain's initial state
+
+
+@dataclass(frozen=True)
+class LevelSet:
+    """The problems read from a file or folder, all of one domain."""
+
+    domain: Domain[Any]
+    levels: list[Level]
+    metadata: dict[str, Any] = field(default_factory=dict)  # the sgps header of the first file, if any
+
+    def __len__(self) -> int:
+        return len(self.levels)
+
+    def states(self) -> list[Any]:
+        """The initial states, in order."""
+        return [level.state for level in self.levels]
+
+
+def format_level(domain: Domain[Any], state: Any) -> str:
+    """The native level line of an initial state: header fields plain, cells two-digit."""
+    fields = domain.encode(state)
+    head = len(domain.header_fields)
+    return "|".join([*(str(v) for v in fields[:head]), *(f"{v:02d}" for v in fields[head:])])
+
+
+def format_header(domain: str, variant: str | None, seed: int | None, count: int, params: Mapping[str, Any]) -> str:
+    """The ``; sgps ...`` comment line that names a generated file's domain and settings."""
+    parts = [f"domain={domain}"]
+    if variant is not None:
+        parts.append(f"variant={variant}")
+    if seed is not None:
+        parts.append(f"seed={seed}")
+    parts.append(f"count={count}")
+    parts.append("params=" + json.dumps(dict(params), sort_keys=True, separators=(",", ":")))
+    return HEADER_PREFIX + " ".join(parts)
+
+
+def parse_header(text: str, path: Path, line: int) -> dict[str, Any]:
+    """The fields of a ``; sgps ...`` header line (values JSON-decoded where possible)."""
+    body = _HEADER_LINE.sub("", text, count=1).strip()
+    tokens = _HEADER_TOKEN.findall(body)
+    if not tokens or " ".join(f"{k}={v}" for k, v in tokens) != " ".join(body.split()):
+        raise LevelFormatError(
+            f"bad sgps header {text.strip()!r}: expected space-separated key=value fields", path, line
+        )
+    header: dict[str, Any] = {}
+    for key, value in tokens:
+        try:
+            header[key] = json.loads(value)
+        except json.JSONDecodeError:
+            header[key] = value
+    if "domain" not in header:
+        raise LevelFormatError("bad sgps header: it has no domain=... field", path, line)
+    return header
+
+
+def write_levels(
+    path: str | Path,
+    domain: Domain[Any],
+    states: Iterable[Any],
+    *,
+    variant: str | None = None,
+    seed: int | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> None:
+    """Write initial states as a native level file with an sgps header, atomically."""
+    lines = [format_level(domain, state) for state in states]
+    header = format_header(domain.name, variant, seed, len(lines), params or {})
+    atomic_write_text(path, "\n".join([header, *lines]) + "\n")
+
+
+def read_levels(path: str | Path, domain: str | Domain[Any] | None = None) -> LevelSet:
+    """Read a level file or a folder of ``*.txt`` level files.
+
+    `domain` is required unless the files carry an sgps header or are Boxoban ASCII;
+    when given, it must agree with them. Raises `LevelFormatError` naming the file,
+    the line and the problem.
+    """
+    root = Path(path)
+    if root.is_dir():
+        files = sorted(p for p in root.glob("*.txt") if p.is_file() and not p.name.startswith("."))
+        if not files:
+            raise LevelFormatError("the folder holds no *.txt level files", root)
+    elif root.exists():
+        files = [root]
+    else:
+        raise LevelFormatError("no such file or folder", root)
+
+    wanted = _domain_object(domain) if domain is not None else None
+    levels: list[Level] = []
+    metadata: dict[str, Any] = {}
+    for file in files:
+        file_levels, file_domain, header = _read_file(file, wanted)
+        if wanted is None:
+            wanted = file_domain
+        elif file_domain.name != wanted.name:
+            raise LevelFormatError(f"this file holds {file_domain.name} levels, not {wanted.name}", file, 1)
+        if not metadata and header:
+            metadata = header
+        levels.extend(file_levels)
+    assert wanted is not None
+    return LevelSet(wanted, levels, metadata)
+
+
+def _domain_object(domain: str | Domain[Any]) -> Domain[Any]:
+    return get_domain(domain) if isinstance(domain, str) else domain
+
+
+def _read_text(path: Path) -> list[str]:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise LevelFormatError(f"cannot read the file ({error.strerror})", path) from None
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise LevelFormatError("not a text level file (invalid UTF-8)", path, line) from None
+
+
+def _read_file(path: Path, wanted: Domain[Any] | None) -> tuple[list[Level], Domain[Any], dict[str, Any]]:
+    lines = _read_text(path)
+    header: dict[str, Any] = {}
+    for number, text in enumerate(lines, start=1):
+        if _HEADER_LINE.match(text):
+            header = parse_header(text, path, number)
+            break
+        if text.strip() and not text.startswith(";"):
+            break
+    content = [(n, t) for n, t in enumerate(lines, start=1) if t.strip() and not t.startswith(";")]
+    if not content:
+        raise LevelFormatError("the file holds no levels", path)
+    first = content[0][1]
+    boxoban = "|" not in first and all(char in ASCII_CODES for char in first)
+
+    named = header.get("domain") if header else ("sokoban" if boxoban else None)
+    if named is not None:
+        try:
+            domain = get_domain(str(named)) if wanted is None or wanted.name != named else wanted
+        except UnknownDomainError as error:
+            raise LevelFormatError(str(error), path, 1) from None
+        if wanted is not None and wanted.name != domain.name:
+            what = "an sgps header" if header else "Boxoban ASCII levels"
+            raise LevelFormatError(
+                f"the file has {what} for domain {domain.name}, but {wanted.name} was asked for", path, 1
+            )
+    elif wanted is not None:
+        domain = wanted
+    else:
+        raise LevelFormatError(
+            "cannot tell which domain these levels are for (the file has no '; sgps domain=...' header); "
+            f"name it with --domain ({', '.join(domain_names())})",
+            path,
+        )
+
+    if boxoban:
+        return _read_boxoban(path, lines, domain), domain, header
+    levels = []
+    for k, (number, text) in enumerate(content):
+        levels.append(Level(f"{path.stem}:{k}", path, number, _parse_line(domain, text, path, number)))
+    return levels, domain, header
+
+
+def _parse_line(domain: Domain[Any], text: str, path: Path, line: int) -> Any:
+    fields = []
+    for position, raw in enumerate(text.strip().split("|"), start=1):
+        value = raw.strip()
+        if not value:
+            raise LevelFormatError(f"field {position} is empty (a stray or doubled '|'?)", path, line)
+        try:
+            fields.append(int(value))
+        except ValueError:
+            raise LevelFormatError(f"field {position} ({value[:20]!r}) is not an integer", path, line) from None
+    try:
+        return domain.parse(fields)
+    except LevelFormatError as error:
+        raise error.located(path, line) from None
+
+
+def _read_boxoban(path: Path, lines: Sequence[str], domain: Domain[Any]) -> list[Level]:
+    """Boxoban blocks: a ``; N`` line, then 10 rows of 10 characters, then a blank line."""
+    levels = []
+    number = 0
+    while number < len(lines):
+        text = lines[number]
+        if not text.strip():
+            number += 1
+            continue
+        title = text.strip()
+        if not title.startswith(";"):
+            raise LevelFormatError(
+                f"expected a '; N' line starting a Boxoban level, found {title[:20]!r}", path, number + 1
+            )
+        start = number + 1
+        rows = []
+        number += 1
+        while number < len(lines) and lines[number].strip() and not lines[number].startswith(";"):
+            rows.append(lines[number])
+            number += 1
+        if len(rows) != BOXOBAN_SIZE:
+            raise LevelFormatError(
+                f"Boxoban level {title!r} has {len(rows)} rows; expected {BOXOBAN_SIZE}", path, start
+            )
+        cells = []
+        for r, row in enumerate(rows):
+            if len(row) != BOXOBAN_SIZE:
+                raise LevelFormatError(
+                    f"row {r} of Boxoban level {title!r} has {len(row)} characters; expected {BOXOBAN_SIZE}",
+                    path,
+                    start + 1 + r,
+                )
+            for c, char in enumerate(row):
+                if char not in ASCII_CODES:
+                    raise LevelFormatError(
+                        f"unknown Sokoban character {char!r} at column {c} (allowed: # @ $ . * + and space)",
+                        path,
+                        start + 1 + r,
+                    )
+                cells.append(ASCII_CODES[char])
+        label = title.lstrip(";").strip()
+        name = f"{path.stem}:{label}" if label.isdigit() else f"{path.stem}:{len(levels)}"
+        try:
+            state = domain.parse([BOXOBAN_SIZE, BOXOBAN_SIZE, *cells])
+        except LevelFormatError as error:
+            raise error.located(path, start) from None
+        levels.append(Level(name, path, start, state))
+    if not levels:
+        raise LevelFormatError("the file holds no levels", path)
+    return levels

@@ -1,0 +1,32 @@
+"""Atomic file writes: a reader never sees a half-written file.
+
+Every file the project produces (level sets, images, configs, checkpoints) is written
+to a temporary file in the target folder, flushed, and renamed over the target.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path` atomically, creating parent folders as needed."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write UTF-8 `text` to `path` atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))

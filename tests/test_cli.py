@@ -1,0 +1,103 @@
+"""The command line: generate, show, solve, demo, and one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from sgps.cli import main
+from sgps.domains import read_levels
+
+
+def test_generate_show_solve(tmp_path, capsys):
+    out = tmp_path / "tsp.txt"
+    assert main(["generate", "tsp", "--variant", "hard", "--count", "3", "--seed", "5", "--out", str(out)]) == 0
+    assert "wrote 3 tsp levels (hard, seeds 5-7)" in capsys.readouterr().out
+    assert len(read_levels(out)) == 3
+
+    png = tmp_path / "level.png"
+    assert main(["show", str(out), "--index", "2", "--png", str(png)]) == 0
+    shown = capsys.readouterr().out
+    assert "tsp:2: tsp 10x10, 6 cities (line 4 of" in shown and "visited 0/6 cities" in shown
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+    assert main(["solve", str(out), "--index", "1"]) == 0
+    solved = capsys.readouterr().out
+    assert "optimal length:" in solved and "actions: " in solved
+
+
+def test_generate_with_params_is_recorded_in_the_header(tmp_path, capsys):
+    out = tmp_path / "b.txt"
+    assert (
+        main(
+            [
+                "generate",
+                "boxworld",
+                "--count",
+                "2",
+                "--param",
+                "size=12",
+                "--param",
+                "distractors=1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    header = out.read_text().splitlines()[0]
+    assert '"distractors":1' in header and '"size":12' in header and "seed=0" in header
+    assert read_levels(out).states()[0].board.rows == 12
+
+
+def test_solve_reports_the_state_cap(tmp_path, capsys):
+    out = tmp_path / "s.txt"
+    main(["generate", "sokoban", "--count", "1", "--out", str(out)])
+    assert main(["solve", str(out), "--max-states", "10"]) == 1
+    assert "not solved: state cap reached" in capsys.readouterr().out
+
+
+def test_demo_writes_levels_and_pictures(tmp_path, capsys):
+    assert main(["demo", "--out", str(tmp_path), "--count", "2"]) == 0
+    for name in ("tsp", "boxworld", "sokoban"):
+        assert len(read_levels(tmp_path / f"{name}.txt")) == 2
+        assert (tmp_path / f"{name}-solution.png").stat().st_size > 100
+    assert "solved optimally" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["show", "{tmp}/absent.txt", "--domain", "tsp"], "absent.txt: no such file or folder"),
+        (["show", "{tmp}/bad.txt", "--domain", "tsp"], "bad.txt:2: expected 9 cells for a 3x3 level, found 0"),
+        (["show", "{tmp}/bad.txt"], "cannot tell which domain"),
+        (["show", "{tmp}/good.txt", "--domain", "tsp", "--index", "5"], "has 1 levels; --index 5 is out of range"),
+        (["generate", "chess", "--out", "{tmp}/x.txt"], "unknown domain 'chess'"),
+        (["generate", "tsp", "--param", "cities", "--out", "{tmp}/x.txt"], "--param expects KEY=VALUE"),
+        (
+            ["generate", "tsp", "--param", "colour=red", "--out", "{tmp}/x.txt"],
+            "unknown tsp generator parameter 'colour'",
+        ),
+        (["--plugin", "no_such_module", "show", "{tmp}/good.txt"], "cannot import plugin module 'no_such_module'"),
+    ],
+)
+def test_errors_are_one_line_with_nonzero_exit(tmp_path, capsys, argv, message):
+    (tmp_path / "bad.txt").write_text("; comment\n3|3\n")
+    (tmp_path / "good.txt").write_text("3|3|01|00|00|00|02|00|00|00|03\n")
+    status = main([arg.replace("{tmp}", str(tmp_path)) for arg in argv])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.startswith("sgps: error: ") and message in err and err.count("\n") == 1
+
+
+def test_console_script_never_prints_a_traceback(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("3|3|01|00|00|00|09|00|00|00|03\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "sgps", "solve", str(bad), "--domain", "tsp"], capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "bad.txt:1: cell 4 (row 1, col 1) has code 9" in result.stderr

@@ -1,0 +1,103 @@
+"""Level generators: reproduction of the official sets, determinism, round trips, solvability."""
+
+from __future__ import annotations
+
+import pytest
+
+from sgps.domains import get_domain, read_levels, solve, write_levels
+from sgps.domains.generation import generate_levels, resolve_params
+from sgps.domains.levels import format_level
+from sgps.errors import ConfigError
+
+from traces import records
+
+#: (domain, trace level set, first seed, generator overrides) of the official test sets.
+OFFICIAL_SETS = [
+    ("tsp", "tsp_test_10", 100, {"size": 10, "cities": 2}),
+    ("tsp", "tsp_test_16", 11000, {"size": 16, "cities": 8}),
+    ("boxworld", "boxworld_test_100", 50000, {}),
+]
+
+VARIANTS = [(name, variant) for name in ("tsp", "boxworld", "sokoban") for variant in get_domain(name).variants]
+
+
+@pytest.mark.parametrize(("name", "level_set", "first_seed", "params"), OFFICIAL_SETS)
+def test_official_test_sets_are_reproduced_exactly(shared, name, level_set, first_seed, params):
+    domain = get_domain(name)
+    for record in records(shared / "reference", "solutions", level_set):
+        state = domain.generate(first_seed + record["level_index"], **params)
+        assert format_level(domain, state) == record["level"], record["level_index"]
+
+
+@pytest.mark.parametrize(("name", "variant"), VARIANTS)
+def test_same_seed_same_file_and_levels_parse_back(tmp_path, name, variant):
+    domain = get_domain(name)
+    params = resolve_params(domain, variant)
+    files = []
+    for attempt in range(2):
+        states = generate_levels(domain, params, seed=7, count=4)
+        files.append(tmp_path / f"{attempt}.txt")
+        write_levels(files[-1], domain, states, variant=variant, seed=7, params=params)
+    assert files[0].read_bytes() == files[1].read_bytes()
+    assert read_levels(files[0]).states() == states
+    assert generate_levels(domain, params, seed=8, count=1)[0] != states[0]
+
+
+@pytest.mark.parametrize(("name", "variant"), VARIANTS)
+def test_generated_levels_are_solvable(name, variant):
+    domain = get_domain(name)
+    params = resolve_params(domain, variant)
+    for state in generate_levels(domain, params, seed=1000, count=3):
+        result = solve(domain, state, max_states=1_000_000)
+        assert result.status == "solved", domain.render_text(state)
+        assert result.length > 0
+
+
+def test_tsp_variants_have_the_documented_sizes():
+    domain = get_domain("tsp")
+    for variant, (size, cities) in {"standard": (10, 2), "hard": (10, 6), "large": (16, 8)}.items():
+        state = domain.generate(5, **resolve_params(domain, variant))
+        assert (state.board.rows, state.board.cols, len(state.board.extra.cities)) == (size, size, cities)
+
+
+def test_boxworld_standard_structure_and_fixed_chains():
+    domain = get_domain("boxworld")
+    for seed in range(20):
+        state = domain.generate(seed)
+        assert len(domain.locks(state)) == 10 and len(domain.loose_keys(state)) == 1
+        assert state.grid.count(12) == 1
+    quirk, fixed = domain.generate(3), domain.generate(3, fixed_chains=True)
+    assert quirk.grid != fixed.grid
+    assert sorted(domain.locks(quirk)) == sorted(domain.locks(fixed))  # same layout, other contents
+    assert solve(domain, fixed).status == "solved"
+
+
+def test_sokoban_levels_look_like_boxoban():
+    domain = get_domain("sokoban")
+    lengths = []
+    for seed in range(12):
+        state = domain.generate(seed)
+        codes = domain.grid_codes(state)
+        assert len(domain.boxes(state)) == 4
+        border = codes[:10] + codes[-10:] + codes[::10] + codes[9::10]
+        assert set(border) == {1}
+        assert not any(code == 6 for code in codes)  # no box starts on its goal
+        lengths.append(solve(domain, state).length)
+    assert 20 <= sum(lengths) / len(lengths) <= 50  # Boxoban unfiltered test: mean 31.6
+
+
+def test_generator_parameters_are_checked():
+    domain = get_domain("tsp")
+    with pytest.raises(ConfigError, match="unknown tsp generator parameter 'towns'"):
+        resolve_params(domain, "standard", {"towns": "3"})
+    with pytest.raises(ConfigError, match="no generator variant 'huge'"):
+        resolve_params(domain, "huge")
+    with pytest.raises(ConfigError, match="'cities' must be an integer"):
+        resolve_params(domain, "standard", {"cities": "many"})
+    assert resolve_params(domain, "hard", {"cities": "7", "walls": "false"}) == {
+        "size": 10,
+        "cities": 7,
+        "walls": False,
+    }
+    with pytest.raises(ConfigError, match="seed 0: 200 cities and an agent do not fit"):
+        generate_levels(domain, resolve_params(domain, "standard", {"cities": "200"}), 0, 1)

@@ -1,0 +1,121 @@
+"""Level files: the native format, Boxoban ASCII, headers, folders, and bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from sgps.domains import get_domain, read_levels, write_levels
+from sgps.domains.levels import format_level
+from sgps.errors import LevelFormatError
+
+TSP_LINE = "3|3|01|00|00|00|02|00|00|00|03"
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_native_file_with_comments_and_domain_argument(tmp_path):
+    file = write(tmp_path / "levels.txt", f"; a comment\n\n{TSP_LINE}\n;another\n{TSP_LINE}\n")
+    levels = read_levels(file, "tsp")
+    assert len(levels) == 2
+    assert [level.line for level in levels.levels] == [3, 5]
+    assert [level.name for level in levels.levels] == ["levels:0", "levels:1"]
+    assert format_level(levels.domain, levels.levels[0].state) == TSP_LINE
+
+
+def test_header_names_the_domain_and_round_trips(tmp_path):
+    domain = get_domain("boxworld")
+    states = [domain.generate(seed) for seed in range(3)]
+    file = tmp_path / "box.txt"
+    write_levels(file, domain, states, variant="standard", seed=0, params={"size": 20})
+    levels = read_levels(file)
+    assert levels.domain.name == "boxworld"
+    assert levels.states() == states
+    assert levels.metadata["seed"] == 0 and levels.metadata["params"] == {"size": 20}
+    assert file.read_text().splitlines()[0].startswith("; sgps domain=boxworld variant=standard seed=0 count=3")
+
+
+def test_folder_of_files_is_read_in_name_order(tmp_path):
+    write(tmp_path / "b.txt", TSP_LINE + "\n")
+    write(tmp_path / "a.txt", TSP_LINE + "\n" + TSP_LINE + "\n")
+    write(tmp_path / "notes.md", "not a level file")
+    levels = read_levels(tmp_path, "tsp")
+    assert [level.name for level in levels.levels] == ["a:0", "a:1", "b:0"]
+
+
+def test_boxoban_ascii_is_read_as_sokoban(shared):
+    levels = read_levels(shared / "data" / "boxoban" / "hard" / "000.txt")
+    assert levels.domain.name == "sokoban" and len(levels) == 1000
+    assert levels.levels[7].name == "000:7" and levels.levels[7].line == 7 * 12 + 1
+    assert all(len(levels.domain.boxes(state)) == 4 for state in levels.states()[:50])
+
+
+def test_boxoban_folder(shared):
+    levels = read_levels(shared / "data" / "boxoban" / "unfiltered" / "train")
+    assert len(levels) == 10_000 and levels.levels[-1].name == "009:999"
+
+
+BOXOBAN_9_ROWS = "; 0\n" + "##########\n" + "#@ $  . ##\n" + "#        #\n" * 6 + "##########\n"
+
+BAD_INPUTS = [
+    ("truncated line", "3|3|01|00|00|00\n", "tsp", 1, "expected 9 cells for a 3x3 level, found 4"),
+    ("wrong cell count", TSP_LINE + "|00\n", "tsp", 1, "expected 9 cells"),
+    ("unknown cell code", "3|3|01|00|00|00|09|00|00|00|03\n", "tsp", 1, "cell 4 (row 1, col 1) has code 9"),
+    ("non-integer field", "3|3|01|00|x0|00|02|00|00|00|03\n", "tsp", 1, "field 5 ('x0') is not an integer"),
+    ("empty field", "3|3|01||00|00|02|00|00|00|03\n", "tsp", 1, "field 4 is empty"),
+    ("bad size header", "0|3|01|00|00\n", "tsp", 1, "rows=0 cols=3 must both be positive"),
+    ("missing header field", "14|14|" + "|".join(["26"] * 196) + "\n", "sokoban", 1, "not a sokoban cell code"),
+    ("two agents", "1|3|01|01|03\n", "tsp", 1, "exactly 1 agent"),
+    ("empty file", "", "tsp", None, "holds no levels"),
+    ("only comments", "; nothing here\n\n", "tsp", None, "holds no levels"),
+    ("boxoban block with 9 rows", BOXOBAN_9_ROWS, None, 1, "has 9 rows; expected 10"),
+    ("bad sgps header", "; sgps domain\n" + TSP_LINE + "\n", None, 1, "bad sgps header"),
+    ("unknown domain in header", "; sgps domain=chess count=1\n" + TSP_LINE + "\n", None, 1, "unknown domain 'chess'"),
+    ("header contradicts --domain", "; sgps domain=tsp count=1\n" + TSP_LINE + "\n", "boxworld", 1, "for domain tsp"),
+    ("no domain anywhere", TSP_LINE + "\n", None, None, "cannot tell which domain"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "domain", "line", "message"), [case[1:] for case in BAD_INPUTS], ids=[case[0] for case in BAD_INPUTS]
+)
+def test_bad_input_names_file_line_and_problem(tmp_path, text, domain, line, message):
+    file = write(tmp_path / "bad.txt", text)
+    with pytest.raises(LevelFormatError) as caught:
+        read_levels(file, domain)
+    error = caught.value
+    assert message in str(error)
+    assert error.path == str(file) and error.line == line
+    assert str(error).startswith(f"{file}:{line}:" if line else f"{file}:")
+
+
+def test_bad_line_deep_in_file_reports_its_line(tmp_path):
+    file = write(tmp_path / "bad.txt", f"{TSP_LINE}\n; c\n{TSP_LINE}\n3|3|01\n")
+    with pytest.raises(LevelFormatError, match=r"bad.txt:4: expected 9 cells"):
+        read_levels(file, "tsp")
+
+
+def test_missing_file_and_undecodable_file(tmp_path):
+    with pytest.raises(LevelFormatError, match="no such file or folder"):
+        read_levels(tmp_path / "absent.txt", "tsp")
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(TSP_LINE.encode() + b"\n\xff\xfe\n")
+    with pytest.raises(LevelFormatError, match=r"binary.txt:2: not a text level file"):
+        read_levels(binary, "tsp")
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    with pytest.raises(LevelFormatError, match=r"holds no \*.txt level files"):
+        read_levels(folder, "tsp")
+
+
+def test_boxoban_bad_character_and_row_width(tmp_path):
+    rows = ["##########"] + ["#@ $ . x #"] + ["#        #"] * 7 + ["##########"]
+    file = write(tmp_path / "x.txt", "; 3\n" + "\n".join(rows) + "\n")
+    with pytest.raises(LevelFormatError, match=r"x.txt:3: unknown Sokoban character 'x'"):
+        read_levels(file)
+    rows[1] = "#@ $  .#"
+    write(file, "; 3\n" + "\n".join(rows) + "\n")
+    with pytest.raises(LevelFormatError, match="row 1 of Boxoban level '; 3' has 8 characters"):
+        read_levels(file)
