@@ -61,7 +61,7 @@ def test_solve_reports_the_state_cap(tmp_path, capsys):
 
 def test_demo_writes_levels_and_pictures(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path), "--count", "2"]) == 0
-    for name in ("tsp", "boxworld", "sokoban"):
+    for name in ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash"):
         assert len(read_levels(tmp_path / f"{name}.txt")) == 2
         assert (tmp_path / f"{name}-solution.png").stat().st_size > 100
     assert "solved optimally" in capsys.readouterr().out
@@ -101,3 +101,28 @@ def test_console_script_never_prints_a_traceback(tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "bad.txt:1: cell 4 (row 1, col 1) has code 9" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        (["craftworld", "--goal", "gem_ring"], "goal gem_ring"),
+        (["craftworld", "--variant", "hard", "--goal", "bronze_pick"], "craftworld 18x18, goal bronze_pick"),
+        (["boulderdash", "--variant", "ood"], "1 gems required, 2 locked"),
+        (["boulderdash", "--variant", "hard"], "4 gems required, 1 locked"),
+    ],
+)
+def test_new_domains_through_the_command_line(tmp_path, capsys, argv, shown):
+    out = tmp_path / "levels.txt"
+    assert main(["generate", *argv, "--count", "2", "--seed", "3", "--out", str(out)]) == 0
+    png = tmp_path / "level.png"
+    assert main(["show", str(out), "--index", "1", "--png", str(png)]) == 0
+    assert shown in capsys.readouterr().out and png.stat().st_size > 100
+    assert main(["solve", str(out), "--index", "0"]) == 0
+    assert "optimal length:" in capsys.readouterr().out
+
+
+def test_goal_option_for_a_domain_without_goals_is_an_error(tmp_path, capsys):
+    assert main(["generate", "tsp", "--goal", "gem_ring", "--out", str(tmp_path / "t.txt")]) == 2
+    assert "unknown tsp generator parameter 'goal'" in capsys.readouterr().err
+    assert not (tmp_path / "t.txt").exists()

@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from sgps.domains import boulderdash as bd
+from sgps.domains import craftworld as cw
 from sgps.domains import get_domain, solve
 from sgps.domains.boxworld import GEM, NO_KEY
 from sgps.domains.tsp import AGENT_AT_START, START, VISITED
@@ -141,7 +143,7 @@ class TestSokoban:
         np.testing.assert_array_equal(obs[:, 0, 5], [0, 1, 0, 0])
 
 
-@pytest.mark.parametrize("name", ["tsp", "boxworld", "sokoban"])
+@pytest.mark.parametrize("name", ["tsp", "boxworld", "sokoban", "craftworld", "boulderdash"])
 def test_heuristic_is_a_lower_bound_along_optimal_solutions(name):
     domain = get_domain(name)
     for seed in range(4):
@@ -177,3 +179,134 @@ def test_states_are_hashable_values_equal_across_parses():
 
     copied = pickle.loads(pickle.dumps(level))
     assert copied == level and copied.board is level.board
+
+
+CW = {"@": 0, "#": 1, "1": 2, "2": 3, "3": 4, "F": 5, "~": 6, "o": 7, "i": 8, "T": 9, "c": 10, "w": 11, "g": 12,
+      "*": 14, " ": 26}  # fmt: skip
+USE = 4
+
+
+def craft_state(rows: list[str], goal: int, held: dict[int, int]):
+    """A CraftWorld level with the given inventory (built through the state value)."""
+    domain = get_domain("craftworld")
+    state = level_from_rows(domain, rows, CW, header=(goal,))
+    counts = bytearray(state.inventory)
+    for item, count in held.items():
+        counts[item] = count
+    return state._replace(inventory=bytes(counts))
+
+
+class TestCraftWorld:
+    domain = get_domain("craftworld")
+
+    def test_recipe_priority_when_a_station_can_make_two_recipes(self):
+        # Workshop 1 with a bronze bar and wood: nails come before a stick (the trap).
+        state = craft_state(["1@"], cw.GEM_RING, {cw.BRONZE_BAR: 1, cw.WOOD: 1})
+        state = self.domain.step(state, USE)
+        assert cw.inventory_items(state.inventory) == [[cw.WOOD, 1], [cw.NAILS, 1]]
+        # Workshop 3 with iron, stick, bronze bar and wood: iron pick first, then bronze pick, then plank.
+        state = craft_state(["@3"], cw.GEM_RING, {cw.IRON: 1, cw.STICK: 2, cw.BRONZE_BAR: 1, cw.WOOD: 1})
+        state = run(self.domain, state, [USE])
+        assert state.inventory[cw.IRON_PICK] == 1 and state.inventory[cw.STICK] == 1
+        state = run(self.domain, state, [USE])
+        assert state.inventory[cw.BRONZE_PICK] == 1 and state.inventory[cw.STICK] == 0
+        state = run(self.domain, state, [USE])
+        assert state.inventory[cw.PLANK] == 1 and state.inventory[cw.WOOD] == 0
+
+    def test_iron_needs_a_bronze_pick_and_is_skipped_without_one(self):
+        state = craft_state([" i ", " @w", "   "], cw.IRON_PICK, {})
+        after = self.domain.step(state, USE)  # up is iron (skipped), right is wood
+        assert after.grid[1 * 3 + 2] == cw.EMPTY and after.inventory[cw.WOOD] == 1
+        assert after.grid[1] == cw.IRON
+        with_pick = craft_state([" i ", " @w", "   "], cw.IRON_PICK, {cw.BRONZE_PICK: 1})
+        after = self.domain.step(with_pick, USE)
+        assert after.inventory[cw.IRON] == 1 and after.inventory[cw.BRONZE_PICK] == 1 and after.grid[1] == cw.EMPTY
+
+    def test_a_station_ends_the_use_even_when_it_crafts_nothing(self):
+        state = craft_state(["2", "@", "w"], cw.GEM_RING, {})
+        assert self.domain.step(state, USE) is state
+
+    def test_grass_is_removed_not_collected_and_tools_are_consumed(self):
+        state = craft_state(["g@o"], cw.GEM_RING, {cw.IRON_PICK: 1})
+        state = self.domain.step(state, USE)  # right (stone) comes before left (grass)
+        assert state.grid[2] == cw.EMPTY and state.inventory[cw.IRON_PICK] == 0
+        state = self.domain.step(state, USE)
+        assert state.grid[0] == cw.EMPTY and not any(state.inventory)
+        bridge = craft_state(["@~"], cw.GEM_RING, {cw.BRIDGE: 1})
+        bridge = self.domain.step(bridge, USE)
+        assert bridge.grid[1] == cw.EMPTY and not any(bridge.inventory)
+        no_bridge = craft_state(["@~"], cw.GEM_RING, {})
+        assert self.domain.step(no_bridge, USE) is no_bridge
+
+    def test_moves_only_enter_empty_cells_and_goal_is_holding_the_item(self):
+        state = craft_state(["@w ", "   "], cw.STICK, {})
+        assert self.domain.step(state, RIGHT) is state
+        state = run(self.domain, state, [DOWN, RIGHT])
+        assert state.agent == 4
+        state = run(self.domain, craft_state(["w ", "@1"], cw.STICK, {}), [USE])
+        assert state.inventory[cw.WOOD] == 1 and not self.domain.is_goal(state)
+        state = run(self.domain, state, [USE])
+        assert cw.inventory_items(state.inventory) == [[cw.STICK, 1]] and self.domain.is_goal(state)
+
+    def test_inventory_markers_in_the_observation(self):
+        state = craft_state(["@       "], cw.GEM_RING, {cw.WOOD: 2, cw.STICK: 1, cw.IRON_PICK: 1, cw.GEM: 1})
+        obs = self.domain.observe([state])[0]
+        assert obs.shape == (27, 5, 12)
+        assert obs[cw.WOOD, 0, 0] == obs[cw.WOOD, 0, 1] == 1 and obs[cw.STICK, 0, 5] == 1 and obs[cw.STICK, 0, 6] == 0
+        assert obs[cw.IRON_PICK, 0, 9] == 1 and obs[cw.GEM].sum() == 0
+        assert obs[cw.EMPTY, 0, 0] == 0 and obs[cw.EMPTY, 0, 6] == 1 and obs[cw.WALL, 1, 1] == 1
+        assert obs.sum(axis=0).max() == 1 and obs[cw.AGENT, 2, 2] == 1
+
+
+BD = {"@": 0, " ": 1, ".": 2, "*": 5, "E": 7, "O": 8, "#": 18, "R": 27, "r": 28, "1": 29, "B": 30, "b": 31, "2": 32}
+
+
+class TestBoulderDash:
+    domain = get_domain("boulderdash")
+
+    def parse(self, rows: list[str], required: int = 1):
+        return level_from_rows(self.domain, rows, BD, header=(required,))
+
+    def test_gate_jump_lands_beyond_the_gate_or_is_blocked_by_a_wall(self):
+        state = self.parse(["@r.E*"])
+        state = self.domain.step(state, RIGHT)
+        assert state.agent == 2 and state.grid[1] == bd.OPEN_GATES[0] and state.grid[0] == bd.EMPTY
+        blocked = self.parse(["@r#E*"])
+        assert self.domain.step(blocked, RIGHT) is blocked
+        edge = self.parse(["E*@r"])
+        assert self.domain.step(edge, RIGHT) is edge
+        closed = self.parse(["@R E*"])
+        assert self.domain.step(closed, RIGHT) is closed
+
+    def test_a_key_opens_every_gate_of_its_colour_only(self):
+        state = self.parse(["@1R", "RBE", "*  "])
+        state = self.domain.step(state, RIGHT)
+        assert state.grid[2] == state.grid[3] == bd.OPEN_GATES[0] and state.grid[4] == bd.CLOSED_GATES[1]
+
+    def test_exit_opens_in_the_step_that_collects_the_last_diamond(self):
+        state = self.parse(["@**E"], required=2)
+        state = self.domain.step(state, RIGHT)
+        assert state.gems == 1 and state.grid[3] == bd.EXIT_CLOSED
+        state = self.domain.step(state, RIGHT)
+        assert state.gems == 2 and state.grid[3] == bd.EXIT_OPEN
+        state = self.domain.step(state, RIGHT)
+        assert self.domain.is_goal(state) and state.grid[3] == bd.AGENT_IN_EXIT
+        assert self.domain.step(state, LEFT) is state
+
+    def test_jump_landing_collects_a_diamond_and_dirt_is_dug(self):
+        state = self.parse(["@.r*E"])
+        state = run(self.domain, state, [RIGHT, RIGHT])
+        assert state.agent == 3 and state.gems == 1 and state.grid[1] == bd.EMPTY and state.grid[4] == bd.EXIT_OPEN
+
+    def test_solver_merges_dug_and_undug_dirt(self):
+        dug = self.parse(["@ .", "*.E"])
+        assert self.domain.solver_key(dug) == self.domain.solver_key(self.parse(["@  ", "* E"]))
+        assert self.domain.key(dug) != self.domain.key(self.parse(["@  ", "* E"]))
+        assert solve(self.domain, dug).length == 3
+
+    def test_observation_maps_hidden_codes_to_visible_channels(self):
+        state = self.parse(["@.*E", "Rr1#"])
+        obs = self.domain.observe([state])[0]
+        assert obs.shape == (34, 2, 4) and obs.sum(axis=0).min() == 1 == obs.sum(axis=0).max()
+        assert [int(obs[:, 0, c].argmax()) for c in range(4)] == [0, 2, 4, 5]
+        assert [int(obs[:, 1, c].argmax()) for c in range(4)] == [16, 17, 18, 10]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sgps.domains import get_domain, read_levels, solve, write_levels
+from sgps.domains import boulderdash as bd
+from sgps.domains import craftworld as cw
+from sgps.domains import domain_names, get_domain, read_levels, solve, write_levels
 from sgps.domains.generation import generate_levels, resolve_params
 from sgps.domains.levels import format_level
 from sgps.errors import ConfigError
@@ -16,9 +18,13 @@ OFFICIAL_SETS = [
     ("tsp", "tsp_test_10", 100, {"size": 10, "cities": 2}),
     ("tsp", "tsp_test_16", 11000, {"size": 16, "cities": 8}),
     ("boxworld", "boxworld_test_100", 50000, {}),
+    ("craftworld", "craftworld_test_100", 50000, {"goal": "gem_ring"}),
+    ("craftworld", "craftworld_test_100_hard", 20000, {"size": 18, "grass": 4, "water": True, "goal": "iron_pick"}),
+    ("boulderdash", "boulderdash_one_key_test_100", 50001, {}),
+    ("boulderdash", "boulderdash_test_hard_100", 40000, {"diamonds": 4}),
 ]
 
-VARIANTS = [(name, variant) for name in ("tsp", "boxworld", "sokoban") for variant in get_domain(name).variants]
+VARIANTS = [(name, variant) for name in domain_names() for variant in get_domain(name).variants]
 
 
 @pytest.mark.parametrize(("name", "level_set", "first_seed", "params"), OFFICIAL_SETS)
@@ -101,3 +107,49 @@ def test_generator_parameters_are_checked():
     }
     with pytest.raises(ConfigError, match="seed 0: 200 cities and an agent do not fit"):
         generate_levels(domain, resolve_params(domain, "standard", {"cities": "200"}), 0, 1)
+
+
+def test_craftworld_goal_option_and_hard_layout():
+    domain = get_domain("craftworld")
+    goals = {domain.generate(seed).board.extra for seed in range(40)}
+    assert goals == {cw.BRONZE_PICK, cw.IRON_PICK, cw.GEM_RING}  # the training mix
+    for seed in range(5):
+        ring = domain.generate(seed, goal="gem_ring")
+        gem = ring.grid.index(cw.GEM)
+        assert ring.board.extra == cw.GEM_RING
+        assert [ring.grid[gem + d] for d in (-14, 14, -1, 1)] == [cw.STONE] * 4
+        hard = domain.generate(seed, **resolve_params(domain, "hard", {"goal": "iron_pick"}))
+        assert hard.board.rows == 18 and hard.grid.count(cw.WATER) == 28 and hard.grid.count(cw.GRASS) == 4
+        assert hard.board.extra == cw.IRON_PICK and cw.GEM not in hard.grid
+    with pytest.raises(ValueError, match="goal must be 'mix' or one of"):
+        domain.generate(0, goal="gold_bar")
+
+
+def test_boulderdash_variants_have_their_locks_keys_and_diamonds():
+    domain = get_domain("boulderdash")
+    for seed in range(10):
+        standard = domain.generate(seed, **resolve_params(domain, "standard"))
+        hard = domain.generate(seed, **resolve_params(domain, "hard"))
+        ood = domain.generate(seed, **resolve_params(domain, "ood"))
+        for state, diamonds, locked in ((standard, 1, 1), (hard, 4, 1), (ood, 1, 2)):
+            closed = [code for code in state.grid if code in bd.CLOSED_GATES]
+            assert len(closed) == locked and state.grid.count(bd.DIAMOND) == diamonds == state.board.extra
+            assert state.grid.count(bd.EXIT_CLOSED) == 1 and state.grid.count(bd.BRICK_WALL) >= 30
+            keys = {code for code in state.grid if code in bd.KEYS}
+            assert {bd.KEYS[bd.CLOSED_GATES.index(gate)] for gate in closed} <= keys
+
+
+def test_boulderdash_ood_levels_need_both_keys():
+    """Every solution of an out-of-distribution level passes both locked gates' keys."""
+    domain = get_domain("boulderdash")
+    lengths = []
+    for seed in range(6):
+        state = domain.generate(seed, keys=2, decoy=False)
+        result = solve(domain, state)
+        assert result.status == "solved"
+        lengths.append(result.length)
+        replay = state
+        for action in result.actions:
+            replay = domain.step(replay, action)
+        assert not any(code in bd.CLOSED_GATES for code in replay.grid)
+    assert 45 <= sum(lengths) / len(lengths) <= 100  # the paper's OOD solutions are about 70 steps

@@ -9,6 +9,8 @@ from sgps.domains.levels import format_level
 from sgps.errors import LevelFormatError
 
 TSP_LINE = "3|3|01|00|00|00|02|00|00|00|03"
+CRAFT_CELLS = "00|26|02|26|11|26"  # agent, workshop 1, wood on a 2x3 board
+BOULDER_CELLS = "00|01|05|02|18|07"  # agent, diamond, dirt, wall, closed exit on a 2x3 board
 
 
 def write(path, text):
@@ -75,6 +77,20 @@ BAD_INPUTS = [
     ("unknown domain in header", "; sgps domain=chess count=1\n" + TSP_LINE + "\n", None, 1, "unknown domain 'chess'"),
     ("header contradicts --domain", "; sgps domain=tsp count=1\n" + TSP_LINE + "\n", "boxworld", 1, "for domain tsp"),
     ("no domain anywhere", TSP_LINE + "\n", None, None, "cannot tell which domain"),
+    (
+        "craftworld goal out of range",
+        f"2|3|7|{CRAFT_CELLS}\n",
+        "craftworld",
+        1,
+        "goal field is 7, which is not an item",
+    ),
+    ("craftworld goal beyond the codes", f"2|3|26|{CRAFT_CELLS}\n", "craftworld", 1, "not an item code (8-25)"),
+    ("craftworld code 27", "2|3|16|00|27|02|26|11|26\n", "craftworld", 1, "has code 27, which is not a craftworld"),
+    ("craftworld without goal field", f"2|3|{CRAFT_CELLS}\n", "craftworld", 1, "expected 6 cells"),
+    ("boulderdash gems above diamonds", f"2|3|2|{BOULDER_CELLS}\n", "boulderdash", 1, "gems_required is 2 but"),
+    ("boulderdash negative gems", f"2|3|-1|{BOULDER_CELLS}\n", "boulderdash", 1, "gems_required is -1"),
+    ("boulderdash stone", "2|3|1|00|03|05|02|18|07\n", "boulderdash", 1, "has code 3, which is not a boulderdash"),
+    ("boulderdash two agents", "2|3|1|00|00|05|02|18|07\n", "boulderdash", 1, "exactly 1 agent"),
 ]
 
 
@@ -119,3 +135,15 @@ def test_boxoban_bad_character_and_row_width(tmp_path):
     write(file, "; 3\n" + "\n".join(rows) + "\n")
     with pytest.raises(LevelFormatError, match="row 1 of Boxoban level '; 3' has 8 characters"):
         read_levels(file)
+
+
+@pytest.mark.parametrize(
+    ("name", "line"), [("craftworld", f"2|3|16|{CRAFT_CELLS}"), ("boulderdash", f"2|3|1|{BOULDER_CELLS}")]
+)
+def test_three_field_headers_round_trip(tmp_path, name, line):
+    domain = get_domain(name)
+    state = read_levels(write(tmp_path / "one.txt", line + "\n"), name).states()[0]
+    assert format_level(domain, state) == line
+    out = tmp_path / "out.txt"
+    write_levels(out, domain, [state])
+    assert read_levels(out).states() == [state]

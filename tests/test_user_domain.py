@@ -63,5 +63,5 @@ def test_plugin_option_loads_the_domain_in_a_fresh_process(tmp_path):
 def test_registry_rejects_duplicates_and_unknown_names():
     with pytest.raises(ValueError, match="already registered"):
         register_domain("tsp", lambda: get_domain("tsp"))
-    with pytest.raises(UnknownDomainError, match="unknown domain 'nope'; known domains: boxworld"):
+    with pytest.raises(UnknownDomainError, match="unknown domain 'nope'; known domains: boulderdash, boxworld"):
         get_domain("nope")

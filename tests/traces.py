@@ -13,13 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from sgps.domains.base import Domain
+from sgps.domains.boulderdash import BoulderDash
 from sgps.domains.boxworld import NO_KEY, BoxWorld
+from sgps.domains.craftworld import CraftWorld, inventory_items
 from sgps.domains.sokoban import Sokoban
 from sgps.domains.tsp import CITY, Tsp
 
 #: Trace level sets of each domain (file stems after walks_/solutions_).
 LEVEL_SETS = {
+    "boulderdash": ["boulderdash_one_key_test_100", "boulderdash_test_hard_100"],
     "boxworld": ["boxworld_test_100"],
+    "craftworld": ["craftworld_test_100", "craftworld_test_100_hard"],
     "sokoban": ["sokoban_unfiltered_test_100"],
     "tsp": ["tsp_test_10", "tsp_test_16"],
 }
@@ -44,6 +48,15 @@ def domain_fields(domain: Domain[Any], state: Any) -> dict[str, Any]:
             "has_key": state.inventory != NO_KEY,
             "key_indices": domain.loose_keys(state),
             "lock_indices": domain.locks(state),
+        }
+    if isinstance(domain, CraftWorld):
+        return {"goal": state.board.extra, "inventory": inventory_items(state.inventory)}
+    if isinstance(domain, BoulderDash):
+        return {
+            "gems_collected": state.gems,
+            "gems_required": state.board.extra,
+            "agent_alive": True,
+            "agent_in_exit": domain.is_goal(state),
         }
     if isinstance(domain, Tsp):
         grid = state.grid

@@ -21,7 +21,7 @@ from sgps.domains.generation import generate_levels, resolve_params
 from sgps.domains.render import write_png
 from sgps.errors import ConfigError, SgpsError
 
-DEMO_DOMAINS = ("tsp", "boxworld", "sokoban")
+DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--out", required=True, type=Path, help="level file to write")
     generate.add_argument(
         "--param", action="append", default=[], metavar="KEY=VALUE", help="override a generator parameter"
+    )
+    generate.add_argument(
+        "--goal",
+        metavar="ITEM",
+        help="fix the goal item (CraftWorld: bronze_pick, iron_pick, gem_ring; same as --param goal=ITEM)",
     )
 
     show = commands.add_parser("show", help="print a level (and optionally draw it to PNG)")
@@ -117,7 +122,10 @@ def _pick_level(levels: LevelSet, index: int, file: Path) -> Level:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     domain = get_domain(args.domain)
-    params = resolve_params(domain, args.variant, _parse_params(args.param))
+    overrides = _parse_params(args.param)
+    if args.goal is not None:
+        overrides["goal"] = args.goal
+    params = resolve_params(domain, args.variant, overrides)
     states = generate_levels(domain, params, args.seed, args.count)
     write_levels(args.out, domain, states, variant=args.variant, seed=args.seed, params=params)
     seeds = f"seeds {args.seed}-{args.seed + args.count - 1}"
@@ -176,7 +184,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         picture = out / f"{name}-solution.png"
         write_png(picture, film_strip(domain, trajectory))
         print(
-            f"{name:9s} {len(states)} levels -> {level_file}; level 0 solved optimally in "
+            f"{name:11s} {len(states)} levels -> {level_file}; level 0 solved optimally in "
             f"{result.length} moves ({result.seconds:.2f} s); picture -> {picture}"
         )
     return 0

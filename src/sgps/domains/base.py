@@ -44,6 +44,10 @@ class Domain(ABC, Generic[S]):
     action_names: ClassVar[tuple[str, ...]] = MOVE_NAMES
     #: Names of the level-line header fields, e.g. ``("rows", "cols", "goal")``.
     header_fields: ClassVar[tuple[str, ...]] = ("rows", "cols")
+    #: The exact solver's method under ``method="auto"``: ``None`` picks A* when the
+    #: domain has a heuristic, else BFS; a domain whose heuristic is too weak to pay
+    #: for itself names ``"bfs"``.
+    exact_solver: ClassVar[str | None] = None
     #: Generator variants: name -> default keyword arguments of `generate`.
     variants: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
@@ -95,6 +99,15 @@ class Domain(ABC, Generic[S]):
     def key(self, state: S) -> Hashable:
         """The value duplicate detection compares: the state itself by default."""
         return state
+
+    def solver_key(self, state: S) -> Hashable:
+        """What the exact solver compares: `key` unless a domain can soundly coarsen it.
+
+        Two states may share a solver key only if every action sequence does the same
+        thing from both (so their costs to a goal are equal); the solver then stores
+        one of them.
+        """
+        return self.key(state)
 
     def heuristic(self, state: S) -> float:
         """An admissible lower bound on the cost to a goal (0 when none is cheap).

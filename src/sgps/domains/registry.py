@@ -12,14 +12,22 @@ from collections.abc import Callable
 from typing import Any
 
 from sgps.domains.base import Domain
+from sgps.domains.boulderdash import BoulderDash
 from sgps.domains.boxworld import BoxWorld
+from sgps.domains.craftworld import CraftWorld
 from sgps.domains.sokoban import Sokoban
 from sgps.domains.tsp import Tsp
 from sgps.errors import UnknownDomainError
 
 DomainFactory = Callable[..., Domain[Any]]
 
-_REGISTRY: dict[str, DomainFactory] = {"boxworld": BoxWorld, "sokoban": Sokoban, "tsp": Tsp}
+_REGISTRY: dict[str, DomainFactory] = {
+    "boulderdash": BoulderDash,
+    "boxworld": BoxWorld,
+    "craftworld": CraftWorld,
+    "sokoban": Sokoban,
+    "tsp": Tsp,
+}
 
 
 def register_domain(name: str, factory: DomainFactory, *, replace: bool = False) -> None:

@@ -3,6 +3,9 @@
 They check generated levels, give optimal lengths to compare with the reference, and
 build offline datasets. Both stop at a cap on the number of distinct states stored.
 
+States are compared by `Domain.solver_key` (the duplicate-detection key, or a sound
+coarsening of it such as BoulderDash's dirt-blind grid).
+
 - `bfs`: unit costs, goal test at generation, actions tried in order 0..|A|-1, so its
   first solution is optimal and is the same action sequence as the reference's BFS.
 - `astar`: A* with the domain's admissible `heuristic`, goal test at expansion, ties
@@ -51,11 +54,11 @@ def solve(
 ) -> SolveResult:
     """Find an optimal solution of the level whose initial state is `state`.
 
-    `auto` uses A* when the domain has a heuristic (it is not the zero default of
-    `Domain.heuristic`), else BFS.
+    `auto` uses the domain's `exact_solver` if it names one, else A* when the domain
+    has a heuristic (it is not the zero default of `Domain.heuristic`), else BFS.
     """
     if method == "auto":
-        method = "bfs" if type(domain).heuristic is Domain.heuristic else "astar"
+        method = domain.exact_solver or ("bfs" if type(domain).heuristic is Domain.heuristic else "astar")
     if method == "bfs":
         return _bfs(domain, state, max_states)
     if method == "astar":
@@ -75,7 +78,7 @@ def _path(parents: dict[Hashable, tuple[Hashable, int] | None], key: Hashable) -
 
 def _bfs(domain: Domain[Any], root: Any, max_states: int) -> SolveResult:
     started = time.perf_counter()
-    key_of, successors, is_goal, is_dead = domain.key, domain.successors, domain.is_goal, domain.is_dead
+    key_of, successors, is_goal, is_dead = domain.solver_key, domain.successors, domain.is_goal, domain.is_dead
     if is_goal(root):
         return SolveResult("solved", (), 0, 0, 1, time.perf_counter() - started)
     parents: dict[Hashable, tuple[Hashable, int] | None] = {key_of(root): None}
@@ -104,7 +107,7 @@ def _bfs(domain: Domain[Any], root: Any, max_states: int) -> SolveResult:
 
 def _astar(domain: Domain[Any], root: Any, max_states: int) -> SolveResult:
     started = time.perf_counter()
-    key_of, successors, is_goal, is_dead = domain.key, domain.successors, domain.is_goal, domain.is_dead
+    key_of, successors, is_goal, is_dead = domain.solver_key, domain.successors, domain.is_goal, domain.is_dead
     heuristic = domain.heuristic
     root_key = key_of(root)
     parents: dict[Hashable, tuple[Hashable, int] | None] = {root_key: None}
