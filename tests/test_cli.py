@@ -126,3 +126,17 @@ def test_goal_option_for_a_domain_without_goals_is_an_error(tmp_path, capsys):
     assert main(["generate", "tsp", "--goal", "gem_ring", "--out", str(tmp_path / "t.txt")]) == 2
     assert "unknown tsp generator parameter 'goal'" in capsys.readouterr().err
     assert not (tmp_path / "t.txt").exists()
+
+
+def test_solve_with_a_best_first_algorithm(tmp_path, capsys):
+    out = tmp_path / "tsp.txt"
+    assert main(["generate", "tsp", "--count", "1", "--seed", "4", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["solve", str(out)]) == 0
+    optimal = int(capsys.readouterr().out.split("optimal length: ")[1].split()[0])
+    assert main(["solve", str(out), "--algorithm", "astar"]) == 0
+    assert "astar: solved" in (text := capsys.readouterr().out) and f"length {optimal} " in text
+    assert main(["solve", str(out), "--algorithm", "levin", "--budget", "3"]) == 1
+    assert "levin: budget, 3 expanded" in capsys.readouterr().out
+    assert main(["solve", str(out), "--algorithm", "phs", "--epsilon", "2"]) == 2
+    assert "--epsilon must be between 0 and 1" in capsys.readouterr().err

@@ -20,6 +20,7 @@ from sgps.domains import Level, LevelSet, get_domain, read_levels, solve, write_
 from sgps.domains.generation import generate_levels, resolve_params
 from sgps.domains.render import write_png
 from sgps.errors import ConfigError, SgpsError
+from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
 
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
 
@@ -60,10 +61,20 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--png", type=Path, help="write a picture of the level to this PNG file")
     show.add_argument("--cell", type=int, default=16, help="pixels per cell in the PNG (default: 16)")
 
-    solve_cmd = commands.add_parser("solve", help="find an optimal solution with the exact solver")
+    solve_cmd = commands.add_parser(
+        "solve", help="solve a level: the exact solver, or a best-first search with --algorithm"
+    )
     _add_level_arguments(solve_cmd)
-    solve_cmd.add_argument("--method", choices=("auto", "bfs", "astar"), default="auto", help="default: auto")
-    solve_cmd.add_argument("--max-states", type=int, default=2_000_000, help="state cap (default: 2,000,000)")
+    solve_cmd.add_argument("--method", choices=("auto", "bfs", "astar"), default="auto", help="exact solver method")
+    solve_cmd.add_argument("--max-states", type=int, default=2_000_000, help="exact solver state cap (default: 2M)")
+    solve_cmd.add_argument(
+        "--algorithm",
+        choices=ALGORITHM_NAMES,
+        help="run this best-first search instead (uniform policy; the domain heuristic where used)",
+    )
+    solve_cmd.add_argument("--budget", type=int, help="expansion budget of --algorithm (default: none)")
+    solve_cmd.add_argument("--epsilon", type=float, default=0.01, help="policy noise of levin/phs (default: 0.01)")
+    solve_cmd.add_argument("--weight", type=float, default=1.5, help="WA* weight (default: 1.5)")
 
     demo = commands.add_parser("demo", help="generate, solve and draw a few levels of each domain")
     demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output folder (default: runs/demo)")
@@ -151,6 +162,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     levels = read_levels(args.file, args.domain)
     level = _pick_level(levels, args.index, args.file)
     domain = levels.domain
+    if args.algorithm is not None:
+        return _best_first(args, domain, level)
     if args.max_states < 1:
         raise ConfigError("--max-states must be at least 1")
     result = solve(domain, level.state, method=args.method, max_states=args.max_states)
@@ -163,6 +176,28 @@ def cmd_solve(args: argparse.Namespace) -> int:
     print(f"optimal length: {result.length} ({stats})")
     print("actions: " + " ".join(domain.action_names[a] for a in result.actions))
     return 0
+
+
+def _best_first(args: argparse.Namespace, domain: Any, level: Level) -> int:
+    """`sgps solve --algorithm`: one exact-order search with a model-free evaluator."""
+    if args.budget is not None and args.budget < 1:
+        raise ConfigError("--budget must be at least 1")
+    if not 0.0 <= args.epsilon <= 1.0:
+        raise ConfigError("--epsilon must be between 0 and 1")
+    try:
+        algorithm = make_algorithm(args.algorithm, weight=args.weight)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    evaluator = DomainHeuristic(domain) if algorithm.uses_heuristic else UniformPolicy(domain)
+    result = search(domain, level.state, algorithm, evaluator, budget=args.budget, epsilon=args.epsilon)
+    print(f"{level.name}: {domain.describe(level.state)} (line {level.line} of {level.path})")
+    print(
+        f"{args.algorithm}: {result.status}, {result.expanded:,} expanded, {result.generated:,} generated, "
+        f"length {result.length if result.solved else '-'} ({result.seconds:.2f} s)"
+    )
+    if result.actions is not None:
+        print("actions: " + " ".join(domain.action_names[a] for a in result.actions))
+    return 0 if result.solved else 1
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -1,0 +1,44 @@
+"""Best-first policy and heuristic search (LevinTS, PHS*, WA*, A*, GBFS, BFS).
+
+The engine (`BestFirstSearch`) is a state machine that asks its caller to evaluate
+states, so one engine serves exact, buffered and lockstep evaluation. This package
+does not import torch: evaluators are any callables returning numpy arrays.
+"""
+
+from sgps.search.costs import (
+    ALGORITHM_NAMES,
+    Algorithm,
+    astar_cost,
+    gbfs_cost,
+    levin_cost,
+    make_algorithm,
+    noisy_log_policy,
+    phs_cost,
+    wastar_cost,
+)
+from sgps.search.drivers import run, run_lockstep, search, search_lockstep
+from sgps.search.engine import BestFirstSearch, SearchResult
+from sgps.search.evaluators import DomainHeuristic, Evaluator, UniformPolicy
+from sgps.search.graph import SearchGraph
+
+__all__ = [
+    "ALGORITHM_NAMES",
+    "Algorithm",
+    "BestFirstSearch",
+    "DomainHeuristic",
+    "Evaluator",
+    "SearchGraph",
+    "SearchResult",
+    "UniformPolicy",
+    "astar_cost",
+    "gbfs_cost",
+    "levin_cost",
+    "make_algorithm",
+    "noisy_log_policy",
+    "phs_cost",
+    "run",
+    "run_lockstep",
+    "search",
+    "search_lockstep",
+    "wastar_cost",
+]

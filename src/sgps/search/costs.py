@@ -1,0 +1,124 @@
+"""Priority functions of best-first search over (g, ln π, h), and the policy noise.
+
+All probabilities are natural logarithms (spec/algorithms.md section 1.2). Every
+function is pure and works on Python floats; lower values are expanded first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Added inside every logarithm of a probability, as the reference does.
+LOG_EPSILON = 1e-8
+
+CostFunction = Callable[[int, float, float], float]
+
+
+def levin_cost(g: int, log_pi: float, h: float = 0.0, *, plus_one: bool = False) -> float:
+    """LevinTS: ln g - ln π (the reference code), or ln(d + 1) - ln π (the paper's (d+1)/π).
+
+    `h` is ignored. The root (g = 0) costs 0 in the code form.
+    """
+    if plus_one:
+        return math.log(g + 1) - log_pi
+    if g == 0:
+        return 0.0
+    return math.log(g) - log_pi
+
+
+def phs_cost(g: int, log_pi: float, h: float) -> float:
+    """PHS*: ln(η g / π) = ln(g + h) - (1 + h/g) ln π, with h clamped at 0 and the root at 0.
+
+    The log form of φ(n) = η(n) g(n) / π(n), η = (1 + h/g) / π^{h/g} (paper eq. 1-2).
+    """
+    if g == 0:
+        return 0.0
+    h = max(h, 0.0)
+    return math.log(g + h + LOG_EPSILON) - (1.0 + h / g) * log_pi
+
+
+def wastar_cost(g: int, log_pi: float, h: float, *, weight: float = 1.5) -> float:
+    """Weighted A*: g + w h, with the raw (unclamped) heuristic."""
+    return g + weight * h
+
+
+def astar_cost(g: int, log_pi: float, h: float) -> float:
+    """A*: g + h."""
+    return g + h
+
+
+def gbfs_cost(g: int, log_pi: float, h: float) -> float:
+    """Greedy best-first search: h."""
+    return h
+
+
+def uniform_cost(g: int, log_pi: float, h: float) -> float:
+    """Breadth-first order under unit costs: g (ties first-in, first-out)."""
+    return float(g)
+
+
+def noisy_log_policy(log_policy: np.ndarray, epsilon: float) -> np.ndarray:
+    """ln((1 - ε) π(a) + ε/|A| + 1e-8) for log-probabilities `log_policy` [..., |A|] (spec 1.3).
+
+    ε = 0 is exact (ln(π + 1e-8)), unlike the reference (quirk Q1).
+    """
+    if not 0.0 <= epsilon <= 1.0:
+        raise ValueError(f"policy noise epsilon must be in [0, 1], got {epsilon}")
+    probabilities = np.exp(np.asarray(log_policy, dtype=np.float64))
+    return np.log((1.0 - epsilon) * probabilities + (epsilon / probabilities.shape[-1] + LOG_EPSILON))
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A best-first search configuration: its priority and what it needs evaluated.
+
+    `goal_test_at_expansion` and `reopen` give textbook A* (optimal with an
+    admissible heuristic); every other algorithm follows the reference skeleton:
+    goal test when a state is generated, and the first generated copy of a state
+    kept for ever.
+    """
+
+    name: str
+    cost: CostFunction
+    uses_policy: bool
+    uses_heuristic: bool
+    goal_test_at_expansion: bool = False
+    reopen: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def make_algorithm(name: str, *, weight: float = 1.5, plus_one: bool = False) -> Algorithm:
+    """The algorithm called `name`: levin, phs, wastar, astar, gbfs or bfs."""
+    if name == "levin":
+
+        def cost(g: int, log_pi: float, h: float) -> float:
+            return levin_cost(g, log_pi, h, plus_one=plus_one)
+
+        return Algorithm("levin", cost, uses_policy=True, uses_heuristic=False, options={"plus_one": plus_one})
+    if name == "phs":
+        return Algorithm("phs", phs_cost, uses_policy=True, uses_heuristic=True)
+    if name == "wastar":
+        if weight < 0:
+            raise ValueError(f"the WA* weight must be non-negative, got {weight}")
+
+        def weighted(g: int, log_pi: float, h: float) -> float:
+            return wastar_cost(g, log_pi, h, weight=weight)
+
+        return Algorithm("wastar", weighted, uses_policy=False, uses_heuristic=True, options={"weight": weight})
+    if name == "astar":
+        return Algorithm(
+            "astar", astar_cost, uses_policy=False, uses_heuristic=True, goal_test_at_expansion=True, reopen=True
+        )
+    if name == "gbfs":
+        return Algorithm("gbfs", gbfs_cost, uses_policy=False, uses_heuristic=True)
+    if name == "bfs":
+        return Algorithm("bfs", uniform_cost, uses_policy=False, uses_heuristic=False)
+    raise ValueError(f"unknown search algorithm {name!r}; choose from {', '.join(ALGORITHM_NAMES)}")
+
+
+ALGORITHM_NAMES = ("bfs", "astar", "wastar", "gbfs", "levin", "phs")

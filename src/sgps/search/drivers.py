@@ -1,0 +1,85 @@
+"""Running searches to the end: one search with an evaluator, or many in lockstep."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sgps.domains.base import Domain
+from sgps.search.costs import Algorithm
+from sgps.search.engine import BestFirstSearch, SearchResult
+from sgps.search.evaluators import Evaluator
+
+
+def run(search: BestFirstSearch[Any], evaluator: Evaluator) -> SearchResult:
+    """Answer `search`'s evaluation requests with `evaluator` until it finishes."""
+    while True:
+        states = search.advance()
+        if not states:
+            return search.result
+        search.receive(*evaluator(states))
+
+
+def search(
+    domain: Domain[Any],
+    root: Any,
+    algorithm: Algorithm,
+    evaluator: Evaluator,
+    *,
+    budget: int | None = None,
+    epsilon: float = 0.01,
+    batch_size: int = 1,
+    record_graph: bool = False,
+) -> SearchResult:
+    """One search of `root`: exact best-first order with `batch_size` 1, buffered with k > 1."""
+    engine = BestFirstSearch(
+        domain, root, algorithm, budget=budget, epsilon=epsilon, batch_size=batch_size, record_graph=record_graph
+    )
+    return run(engine, evaluator)
+
+
+def run_lockstep(searches: Sequence[BestFirstSearch[Any]], evaluator: Evaluator) -> list[SearchResult]:
+    """Advance every unfinished search to its next request and evaluate all requests as one batch.
+
+    With searches in exact mode (batch size 1) each search follows exactly the order
+    it would follow alone, while the evaluator sees batches of up to N x |A| states.
+    Results come back in input order.
+    """
+    active = [s for s in searches if not s.done]
+    while active:
+        requests = [(s, s.advance()) for s in active]
+        requests = [(s, states) for s, states in requests if states]
+        if requests:
+            batch = [state for _, states in requests for state in states]
+            log_policy, heuristic = evaluator(batch)
+            start = 0
+            for s, states in requests:
+                end = start + len(states)
+                s.receive(_rows(log_policy, start, end), _rows(heuristic, start, end))
+                start = end
+        active = [s for s in active if not s.done]
+    return [s.result for s in searches]
+
+
+def search_lockstep(
+    domain: Domain[Any],
+    roots: Sequence[Any],
+    algorithm: Algorithm,
+    evaluator: Evaluator,
+    *,
+    budget: int | None = None,
+    epsilon: float = 0.01,
+    record_graph: bool = False,
+) -> list[SearchResult]:
+    """Search every root in lockstep (exact order per search, one evaluator batch per round)."""
+    searches = [
+        BestFirstSearch(domain, root, algorithm, budget=budget, epsilon=epsilon, record_graph=record_graph)
+        for root in roots
+    ]
+    return run_lockstep(searches, evaluator)
+
+
+def _rows(values: np.ndarray | None, start: int, end: int) -> np.ndarray | None:
+    return None if values is None else values[start:end]

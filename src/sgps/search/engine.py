@@ -1,0 +1,273 @@
+"""Best-first search as a state machine that asks its caller for evaluations.
+
+The engine never calls a model. `advance()` expands nodes until generated children
+need a policy and/or heuristic, and returns their states; the caller evaluates them
+and hands the answers to `receive(log_policy, heuristic)`; repeat until `advance()`
+returns nothing. How often the engine asks is its `batch_size`:
+
+- 1 (exact mode): after every expansion that generated children, so nodes are
+  expanded in exact best-first order;
+- k > 1 (buffered mode): once k children are waiting or the open list is empty, the
+  approximate order of the reference implementation;
+- lockstep (`sgps.search.drivers.search_lockstep`): many searches in exact mode,
+  each advanced one expansion, their requests evaluated as one batch.
+
+Semantics (spec/algorithms.md section 1.4), chosen to match the reference:
+
+- Goal test at generation (the goal child is neither evaluated nor counted as
+  generated); the root is tested first. A* (`Algorithm.goal_test_at_expansion`)
+  tests when a node is popped instead, and reopens states reached more cheaply.
+- Duplicate detection over every generated state: the first copy is kept for ever,
+  so every pop is a new state. Terminal non-goal children are dropped, unlinked.
+- `expanded` counts pops. Budget B: the B-th pop is counted and ends the search
+  (status "budget") before generating anything, so a solved search used at most
+  B - 1 expansions. Children still waiting for evaluation then are counted as
+  generated and kept in the graph, as the reference's final flush does.
+- `generated` counts the root and every evaluated node.
+- Ties in priority are broken by node id (generation order): first in, first out.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from array import array
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+import numpy as np
+
+from sgps.domains.base import Domain
+from sgps.search.costs import Algorithm, noisy_log_policy
+from sgps.search.graph import SearchGraph
+
+S = TypeVar("S")
+Status = Literal["solved", "budget", "no_solution"]
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The outcome of one search."""
+
+    status: Status
+    states: tuple[Any, ...] | None  # s_0 ... s_T of the solution
+    actions: tuple[int, ...] | None  # a_0 ... a_{T-1}
+    expanded: int
+    generated: int
+    seconds: float  # wall time from the start of the search to its end, evaluations included
+    solution_log_prob: float | None  # ln π of the goal node (noisy policy), policy searches only
+    graph: SearchGraph | None = None  # when the search was asked to record it
+
+    @property
+    def solved(self) -> bool:
+        return self.status == "solved"
+
+    @property
+    def length(self) -> int | None:
+        """The solution cost (= number of actions), when solved."""
+        return None if self.actions is None else len(self.actions)
+
+
+class BestFirstSearch(Generic[S]):
+    """One best-first search of one problem; see the module docstring for the protocol."""
+
+    def __init__(
+        self,
+        domain: Domain[S],
+        root: S,
+        algorithm: Algorithm,
+        *,
+        budget: int | None = None,
+        epsilon: float = 0.01,
+        batch_size: int = 1,
+        record_graph: bool = False,
+    ) -> None:
+        if budget is not None and budget < 1:
+            raise ValueError(f"the expansion budget must be at least 1 (or None), got {budget}")
+        if batch_size < 1:
+            raise ValueError(f"the evaluation batch size must be at least 1, got {batch_size}")
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"policy noise epsilon must be in [0, 1], got {epsilon}")
+        self.domain = domain
+        self.algorithm = algorithm
+        self.budget = budget
+        self.epsilon = epsilon
+        self.batch_size = batch_size
+        self.record_graph = record_graph
+        self.expanded = 0
+        self.generated = 0
+        self._num_actions = domain.num_actions
+        self._states: list[S] = [root]
+        self._parent = array("i", [-1])
+        self._action = array("b", [-1])
+        self._g = array("i", [0])
+        self._log_p = array("d", [0.0])
+        self._policy = array("f")  # |A| noisy log-probabilities per evaluated node, by id
+        self._ids: dict[Hashable, int] = {domain.key(root): 0}
+        self._open: list[tuple[float, int]] = []
+        self._pending: list[int] = [0]
+        self._superseded: set[int] = set()
+        self._edges = array("i")  # rediscovery edges, flattened pairs
+        self._started = time.perf_counter()
+        self._result: SearchResult | None = None
+        if domain.is_goal(root):
+            self._finish("solved", goal_parent=None, goal_action=-1, goal_state=root)
+
+    # -- the protocol -----------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self._result is not None
+
+    @property
+    def result(self) -> SearchResult:
+        if self._result is None:
+            raise RuntimeError("the search has not finished")
+        return self._result
+
+    def advance(self) -> list[S]:
+        """Expand until children need evaluating; their states, or [] once finished."""
+        while self._result is None:
+            pending = self._pending
+            if pending and (len(pending) >= self.batch_size or not self._open):
+                return [self._states[node] for node in pending]
+            if not self._open:
+                self._finish("no_solution")
+                break
+            self._expand_next()
+        return []
+
+    def receive(self, log_policy: np.ndarray | None, heuristic: np.ndarray | None) -> None:
+        """Answers for the states `advance()` returned: log π [B, |A|] and h [B] (either may be None
+        when the algorithm does not use it)."""
+        pending = self._pending
+        count = len(pending)
+        algorithm = self.algorithm
+        if algorithm.uses_policy:
+            if log_policy is None or np.shape(log_policy) != (count, self._num_actions):
+                raise ValueError(f"expected log_policy of shape ({count}, {self._num_actions}) for {algorithm.name}")
+            noisy = noisy_log_policy(log_policy, self.epsilon).astype(np.float32)
+            if np.isnan(noisy).any():
+                raise ValueError("the evaluator returned NaN in log_policy")
+            self._policy.frombytes(noisy.tobytes())
+        if algorithm.uses_heuristic:
+            if heuristic is None or np.shape(heuristic) != (count,):
+                raise ValueError(f"expected heuristic of shape ({count},) for {algorithm.name}")
+            h_array = np.asarray(heuristic, dtype=np.float64)
+            if np.isnan(h_array).any():
+                raise ValueError("the evaluator returned NaN in heuristic")
+            h_values = h_array.tolist()
+        else:
+            h_values = [0.0] * count
+        cost, g, log_p, open_list = algorithm.cost, self._g, self._log_p, self._open
+        for node, h in zip(pending, h_values, strict=True):
+            heapq.heappush(open_list, (cost(g[node], log_p[node], h), node))
+        self.generated += count
+        self._pending = []
+
+    # -- expansion --------------------------------------------------------------------
+
+    def _expand_next(self) -> None:
+        _, node = heapq.heappop(self._open)
+        if node in self._superseded:
+            return
+        self.expanded += 1
+        domain = self.domain
+        state = self._states[node]
+        if self.algorithm.goal_test_at_expansion and domain.is_goal(state):
+            self._finish("solved", goal_parent=node)
+            return
+        if self.budget is not None and self.expanded >= self.budget:
+            self.generated += len(self._pending)
+            self._pending = []
+            self._finish("budget")
+            return
+        ids, key_of, step = self._ids, domain.key, domain.step
+        child_g = self._g[node] + 1
+        parent_log_p = self._log_p[node]
+        uses_policy = self.algorithm.uses_policy
+        row = node * self._num_actions
+        reopen = self.algorithm.reopen
+        test_goal = not self.algorithm.goal_test_at_expansion
+        for action in range(self._num_actions):
+            child = step(state, action)
+            key = key_of(child)
+            known = ids.get(key)
+            if known is not None:
+                if known == node:
+                    continue
+                if self.record_graph:
+                    self._edges.extend((node, known) if node < known else (known, node))
+                if not (reopen and child_g < self._g[known]):
+                    continue
+                self._superseded.add(known)
+            if test_goal and domain.is_goal(child):
+                self._finish("solved", goal_parent=node, goal_action=action, goal_state=child)
+                return
+            if domain.is_dead(child):
+                continue
+            child_id = len(self._states)
+            ids[key] = child_id
+            self._states.append(child)
+            self._parent.append(node)
+            self._action.append(action)
+            self._g.append(child_g)
+            self._log_p.append(parent_log_p + self._policy[row + action] if uses_policy else 0.0)
+            self._pending.append(child_id)
+
+    # -- results ----------------------------------------------------------------------
+
+    def _finish(
+        self, status: Status, goal_parent: int | None = None, goal_action: int = -1, goal_state: S | None = None
+    ) -> None:
+        states = actions = log_prob = None
+        if status == "solved":
+            nodes: list[int] = []
+            node = goal_parent
+            while node is not None and node >= 0:
+                nodes.append(node)
+                node = self._parent[node]
+            nodes.reverse()
+            states = [self._states[n] for n in nodes]
+            actions = [self._action[n] for n in nodes[1:]]
+            if goal_state is not None and goal_parent is not None:
+                states.append(goal_state)
+                actions.append(goal_action)
+            elif goal_state is not None:
+                states = [goal_state]
+            if self.algorithm.uses_policy and goal_parent is not None:
+                log_prob = self._log_p[goal_parent]
+                if goal_action >= 0:
+                    log_prob += self._policy[goal_parent * self._num_actions + goal_action]
+            states, actions = tuple(states), tuple(actions)
+        self._result = SearchResult(
+            status,
+            states,
+            actions,
+            self.expanded,
+            self.generated,
+            time.perf_counter() - self._started,
+            log_prob,
+            self._graph() if self.record_graph else None,
+        )
+
+    def _graph(self) -> SearchGraph:
+        parents = np.frombuffer(self._parent, dtype=np.int32).copy()
+        edges = np.frombuffer(self._edges, dtype=np.int32).reshape(-1, 2)
+        if len(edges):
+            edges = np.unique(edges, axis=0)
+            is_tree = parents[edges[:, 1]] == edges[:, 0]
+            is_tree |= parents[edges[:, 0]] == edges[:, 1]
+            edges = edges[~is_tree]
+        return SearchGraph(
+            states=self._states,
+            parents=parents,
+            actions=np.frombuffer(self._action, dtype=np.int8).copy(),
+            depths=np.frombuffer(self._g, dtype=np.int32).copy(),
+            rediscovered=np.ascontiguousarray(edges, dtype=np.int32),
+        )
+
+    def graph_nodes(self) -> Sequence[S]:
+        """The states of the generated nodes so far, by id (for inspection and tests)."""
+        return self._states

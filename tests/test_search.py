@@ -1,0 +1,263 @@
+"""The best-first search engine: costs, optimality, the LevinTS bound, lockstep, graphs, budgets."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sgps.domains import get_domain, solve
+from sgps.search import (
+    BestFirstSearch,
+    DomainHeuristic,
+    UniformPolicy,
+    astar_cost,
+    gbfs_cost,
+    levin_cost,
+    make_algorithm,
+    noisy_log_policy,
+    phs_cost,
+    run,
+    search,
+    search_lockstep,
+    wastar_cost,
+)
+from sgps.search.costs import LOG_EPSILON
+
+DOMAINS = ["tsp", "boxworld", "sokoban", "craftworld", "boulderdash"]
+
+
+class SkewedPolicy:
+    """A deterministic, state-dependent, far-from-uniform policy plus the domain heuristic."""
+
+    def __init__(self, domain: Any, temperature: float = 1.5) -> None:
+        self.domain = domain
+        self.temperature = temperature
+        self.seen: list[Any] = []
+
+    def __call__(self, states: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+        self.seen.extend(states)
+        logits = np.array(
+            [[zlib.crc32(bytes(self.domain.grid_codes(s)) + bytes([a])) % 1000 / 1000.0 for a in
+              range(self.domain.num_actions)] for s in states]
+        ) * self.temperature  # fmt: skip
+        log_policy = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        heuristic = np.array([self.domain.heuristic(s) for s in states])
+        return log_policy, np.where(np.isinf(heuristic), 1e6, heuristic)
+
+
+# -- costs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("g", "log_pi", "h", "expected"),
+    [
+        (0, 0.0, 5.0, 0.0),  # the root costs 0
+        (1, 0.0, 0.0, math.log(1 + LOG_EPSILON)),  # π = 1, h = 0: ln g
+        (2, math.log(0.25), 0.0, math.log(2 + LOG_EPSILON) - math.log(0.25)),
+        (2, math.log(0.25), 2.0, math.log(4 + LOG_EPSILON) - 2.0 * math.log(0.25)),  # (1 + h/g) = 2
+        (4, math.log(0.5), -3.0, math.log(4 + LOG_EPSILON) - math.log(0.5)),  # h < 0 clamped to 0
+        (3, 0.0, 6.0, math.log(9 + LOG_EPSILON)),  # π = 1: ln(g + h)
+    ],
+)
+def test_phs_cost_table(g, log_pi, h, expected):
+    assert phs_cost(g, log_pi, h) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("g", "log_pi", "plus_one", "expected"),
+    [
+        (0, 0.0, False, 0.0),
+        (0, 0.0, True, 0.0),  # ln(0 + 1) - 0
+        (1, 0.0, False, 0.0),  # π = 1
+        (3, math.log(0.1), False, math.log(3) - math.log(0.1)),
+        (3, math.log(0.1), True, math.log(4) - math.log(0.1)),  # the paper's (d + 1)/π
+    ],
+)
+def test_levin_cost_table(g, log_pi, plus_one, expected):
+    assert levin_cost(g, log_pi, 123.0, plus_one=plus_one) == pytest.approx(expected, abs=1e-12)
+
+
+def test_heuristic_cost_tables():
+    assert wastar_cost(4, -1.0, 2.0) == 7.0 and wastar_cost(4, -1.0, -2.0) == 1.0  # raw h, w = 1.5
+    assert wastar_cost(4, 0.0, 2.0, weight=3.0) == 10.0 and wastar_cost(0, 0.0, 0.0) == 0.0
+    assert astar_cost(5, -9.0, 2.5) == 7.5 and astar_cost(0, 0.0, -1.0) == -1.0
+    assert gbfs_cost(100, -9.0, 2.5) == 2.5
+
+
+def test_policy_noise_table_including_epsilon_zero():
+    log_policy = np.log(np.array([[1.0, 0.0, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]]) + 1e-30)
+    noisy = noisy_log_policy(log_policy, 0.01)
+    assert noisy[0, 0] == pytest.approx(math.log(0.99 + 0.0025 + LOG_EPSILON))
+    assert noisy[0, 1] == pytest.approx(math.log(0.0025 + LOG_EPSILON))
+    np.testing.assert_allclose(noisy[1], math.log(0.25 + LOG_EPSILON))
+    exact = noisy_log_policy(log_policy, 0.0)
+    assert exact[0, 0] == pytest.approx(math.log(1 + LOG_EPSILON)) and exact[0, 1] == pytest.approx(math.log(1e-8))
+    np.testing.assert_allclose(noisy_log_policy(log_policy, 1.0), math.log(0.25 + LOG_EPSILON))
+    with pytest.raises(ValueError, match="epsilon must be in"):
+        noisy_log_policy(log_policy, 1.5)
+
+
+# -- whole searches ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_astar_with_the_admissible_domain_heuristic_is_optimal(name):
+    domain = get_domain(name)
+    for seed in range(3):
+        level = domain.generate(seed)
+        result = search(domain, level, make_algorithm("astar"), DomainHeuristic(domain))
+        assert result.solved and result.length == solve(domain, level).length, (name, seed)
+        assert domain.is_goal(result.states[-1])
+
+
+@pytest.mark.parametrize(("name", "levels"), [("tsp", 4), ("boxworld", 3), ("boulderdash", 1)])
+@pytest.mark.parametrize("skewed", [False, True])
+def test_levin_ts_expansions_respect_the_levin_bound(name, levels, skewed):
+    """Orseau et al. (2018): LevinTS expands at most (d(n*) + 1) / π(n*) nodes."""
+    domain = get_domain(name)
+    algorithm = make_algorithm("levin", plus_one=skewed)
+    for seed in range(levels):
+        level = domain.generate(seed)
+        evaluator = SkewedPolicy(domain) if skewed else UniformPolicy(domain)
+        result = search(domain, level, algorithm, evaluator, epsilon=0.01)
+        assert result.solved
+        bound = (result.length + 1) / math.exp(result.solution_log_prob)
+        assert result.expanded <= bound, (name, seed, result.expanded, bound)
+
+
+@pytest.mark.parametrize("name", ["tsp", "boxworld", "sokoban"])
+def test_solutions_replay_and_paths_are_consistent(name):
+    domain = get_domain(name)
+    level = domain.generate(1)
+    for algorithm in ("levin", "phs", "wastar", "gbfs", "bfs"):
+        result = search(domain, level, make_algorithm(algorithm), SkewedPolicy(domain))
+        assert result.solved
+        state = level
+        for action, expected in zip(result.actions, result.states[1:], strict=True):
+            state = domain.step(state, action)
+            assert state == expected
+        assert result.states[0] == level and domain.is_goal(state)
+
+
+def test_the_engine_never_evaluates_a_state_twice_and_the_graph_replays():
+    domain = get_domain("sokoban")
+    level = domain.generate(4)
+    evaluator = SkewedPolicy(domain)
+    result = search(domain, level, make_algorithm("phs"), evaluator, budget=3000, record_graph=True)
+    keys = [domain.key(s) for s in evaluator.seen]
+    assert len(keys) == len(set(keys)) == result.generated
+    graph = result.graph
+    assert graph.num_nodes == result.generated and graph.parents[0] == -1
+    for node in range(1, graph.num_nodes):
+        parent = graph.parents[node]
+        assert domain.step(graph.states[parent], int(graph.actions[node])) == graph.states[node]
+        assert graph.depths[node] == graph.depths[parent] + 1
+    edges = graph.edges()
+    assert (edges[:, 0] < edges[:, 1]).all() and len(np.unique(edges, axis=0)) == len(edges)
+    assert len(graph.rediscovered) > 0
+    for u, v in graph.rediscovered[:200]:  # rediscovery edges join states one action apart
+        assert any(domain.step(graph.states[u], a) == graph.states[v] for a in range(4)) or any(
+            domain.step(graph.states[v], a) == graph.states[u] for a in range(4)
+        )
+    deep = int(np.argmax(graph.depths))
+    ancestor = deep
+    for _ in range(5):
+        ancestor = int(graph.parents[ancestor])
+    assert graph.is_ancestor(ancestor, deep) and not graph.is_ancestor(deep, ancestor)
+    states, actions = graph.path(ancestor, deep)
+    assert len(actions) == 5 and states[0] == graph.states[ancestor]
+    state = states[0]
+    for action in actions:
+        state = domain.step(state, action)
+    assert state == graph.states[deep]
+    with pytest.raises(ValueError, match="not an ancestor"):
+        graph.path(deep, ancestor)
+
+
+@pytest.mark.parametrize("algorithm", ["levin", "phs", "wastar"])
+def test_budget_boundary(algorithm):
+    """The B-th pop ends the search: solved after E expansions needs budget E + 1 (spec 1.4)."""
+    domain = get_domain("tsp")
+    level = domain.generate(2)
+    evaluator = SkewedPolicy(domain)
+    free = search(domain, level, make_algorithm(algorithm), evaluator)
+    needed = free.expanded
+    enough = search(domain, level, make_algorithm(algorithm), evaluator, budget=needed + 1)
+    assert enough.solved and enough.expanded == needed and enough.actions == free.actions
+    short = search(domain, level, make_algorithm(algorithm), evaluator, budget=needed, record_graph=True)
+    assert short.status == "budget" and short.expanded == needed and short.actions is None
+    assert short.graph.num_nodes == short.generated
+
+
+def test_exhausted_open_list_means_no_solution():
+    domain = get_domain("tsp")
+    walled = domain.parse([2, 3, 1, 2, 3, 0, 2, 0])  # the only city is behind a wall
+    result = search(domain, walled, make_algorithm("levin"), UniformPolicy(domain))
+    assert result.status == "no_solution" and result.expanded == 2 and result.generated == 2
+
+
+def test_root_goal_and_epsilon_zero():
+    domain = get_domain("tsp")
+    level = domain.generate(0)
+    exact = search(domain, level, make_algorithm("levin"), SkewedPolicy(domain), epsilon=0.0)
+    noisy = search(domain, level, make_algorithm("levin"), SkewedPolicy(domain), epsilon=0.01)
+    assert exact.solved and noisy.solved and exact.solution_log_prob != noisy.solution_log_prob
+    goal = exact.states[-1]
+    at_goal = search(domain, goal, make_algorithm("phs"), SkewedPolicy(domain))
+    assert at_goal.solved and at_goal.actions == () and at_goal.expanded == 0
+
+
+def test_buffered_mode_batches_requests_and_still_solves():
+    domain = get_domain("boxworld")
+    level = domain.generate(0)
+    engine = BestFirstSearch(domain, level, make_algorithm("phs"), batch_size=16)
+    sizes = []
+    evaluator = DomainHeuristic(domain)
+    while states := engine.advance():
+        sizes.append(len(states))
+        engine.receive(*evaluator(states))
+    assert engine.result.solved and max(sizes) >= 16 and sizes[0] == 1
+    exact = search(domain, level, make_algorithm("phs"), evaluator)
+    assert exact.solved and engine.result.expanded != exact.expanded
+
+
+def test_evaluator_answers_are_checked():
+    domain = get_domain("tsp")
+    engine = BestFirstSearch(domain, domain.generate(0), make_algorithm("phs"))
+    states = engine.advance()
+    with pytest.raises(ValueError, match="expected heuristic of shape"):
+        engine.receive(np.zeros((len(states), 4)), None)
+    with pytest.raises(ValueError, match="NaN"):
+        engine.receive(np.zeros((len(states), 4)), np.array([math.nan]))
+    with pytest.raises(ValueError, match="budget must be at least 1"):
+        BestFirstSearch(domain, domain.generate(0), make_algorithm("phs"), budget=0)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    count=st.integers(1, 6),
+    algorithm=st.sampled_from(["levin", "phs", "wastar"]),
+    budget=st.sampled_from([None, 40, 400]),
+)
+def test_lockstep_equals_searching_each_problem_alone(seed, count, algorithm, budget):
+    domain = get_domain("tsp")
+    levels = [domain.generate(seed + k, cities=3) for k in range(count)]
+    evaluator = SkewedPolicy(domain)
+    together = search_lockstep(domain, levels, make_algorithm(algorithm), evaluator, budget=budget)
+    for level, joint in zip(levels, together, strict=True):
+        alone = run(BestFirstSearch(domain, level, make_algorithm(algorithm), budget=budget), evaluator)
+        assert (joint.status, joint.expanded, joint.generated, joint.actions) == (
+            alone.status,
+            alone.expanded,
+            alone.generated,
+            alone.actions,
+        )
+        assert joint.states == alone.states
