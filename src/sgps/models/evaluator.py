@@ -1,0 +1,37 @@
+"""Adapting a network to the search engine's evaluation requests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from sgps.domains.base import Domain
+from sgps.models.flat import FlatNetwork
+
+
+class NetworkEvaluator:
+    """Observations -> tensors -> (log π [B, |A|], h [B]) as numpy, in inference mode.
+
+    A missing head answers None (LevinTS needs no heuristic, WA* no policy).
+    """
+
+    def __init__(self, domain: Domain[Any], network: FlatNetwork, device: str | torch.device = "cpu") -> None:
+        self.domain = domain
+        self.network = network
+        self.device = torch.device(device)
+
+    def __call__(self, states: Sequence[Any]) -> tuple[np.ndarray | None, np.ndarray | None]:
+        observations = torch.from_numpy(self.domain.observe(states)).to(self.device)
+        was_training = self.network.training
+        self.network.eval()
+        try:
+            with torch.inference_mode():
+                logits, heuristic = self.network(observations)
+        finally:
+            self.network.train(was_training)
+        log_policy = None if logits is None else torch.log_softmax(logits, dim=1).double().cpu().numpy()
+        values = None if heuristic is None else heuristic.double().cpu().numpy()
+        return log_policy, values

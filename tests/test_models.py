@@ -1,0 +1,78 @@
+"""Flat networks, their losses, and the evaluator that plugs them into the search engine."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from sgps.domains import domain_names, get_domain
+from sgps.models import FlatNetwork, FlatNetworkConfig, NetworkEvaluator, levin_loss, policy_heuristic_loss
+from sgps.search import make_algorithm, search
+
+
+def tiny_network(domain, state, **options) -> FlatNetwork:
+    torch.manual_seed(0)
+    config = FlatNetworkConfig(domain.observation_shape(state), domain.num_actions, channels=8, blocks=1, **options)
+    return FlatNetwork(config)
+
+
+@pytest.mark.parametrize("name", domain_names())
+def test_heads_have_the_right_shapes_on_every_domain(name):
+    domain = get_domain(name)
+    states = [domain.generate(seed) for seed in range(3)]
+    network = tiny_network(domain, states[0])
+    logits, heuristic = network(torch.from_numpy(domain.observe(states)))
+    assert logits.shape == (3, domain.num_actions) and heuristic.shape == (3,)
+    policy_only = tiny_network(domain, states[0], heuristic=False)
+    assert policy_only(torch.from_numpy(domain.observe(states)))[1] is None
+    with pytest.raises(ValueError, match="needs a policy head"):
+        FlatNetworkConfig((1, 2, 2), 4, policy=False, heuristic=False)
+
+
+def test_levin_loss_equals_the_hand_computed_value_on_two_samples():
+    logits = torch.tensor([[2.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, -1.0]])
+    actions = torch.tensor([0, 3])
+    weights = torch.tensor([10.0, 200.0])
+    ce0 = -(2.0 - math.log(math.exp(2.0) + 3.0))
+    ce1 = -(-1.0 - math.log(1.0 + math.e + 1.0 + math.exp(-1.0)))
+    expected = (10.0 * ce0 + 200.0 * ce1) / 2
+    assert levin_loss(logits, actions, weights).item() == pytest.approx(expected, rel=1e-6)
+    heuristic, targets = torch.tensor([3.0, 1.0]), torch.tensor([5.0, 1.0])
+    combined = policy_heuristic_loss(logits, heuristic, actions, weights, targets)
+    assert combined.item() == pytest.approx(expected + (4.0 + 0.0) / 2, rel=1e-6)
+
+
+def test_evaluator_gives_log_distributions_and_drives_a_search():
+    domain = get_domain("tsp")
+    level = domain.generate(0)
+    network = tiny_network(domain, level)
+    network.train()
+    evaluator = NetworkEvaluator(domain, network)
+    log_policy, heuristic = evaluator([level, domain.step(level, 1)])
+    assert log_policy.shape == (2, 4) and heuristic.shape == (2,)
+    np.testing.assert_allclose(np.exp(log_policy).sum(axis=1), 1.0, rtol=1e-6)
+    assert network.training  # the evaluator restores the mode it found
+    result = search(domain, level, make_algorithm("phs"), evaluator, budget=20_000)
+    assert result.solved
+
+
+def test_a_few_levin_updates_fit_a_solution_path():
+    """Gradient steps on one solution raise the probability of its actions."""
+    domain = get_domain("tsp")
+    level = domain.generate(1)
+    solution = search(domain, level, make_algorithm("bfs"), lambda states: (None, None))
+    network = tiny_network(domain, level)
+    observations = torch.from_numpy(domain.observe(solution.states[:-1]))
+    actions = torch.tensor(solution.actions)
+    weights = torch.full((len(actions),), 1.0)
+    optimizer = torch.optim.Adam(network.parameters(), lr=1e-2, weight_decay=1e-4)
+    before = levin_loss(network(observations)[0], actions, weights).item()
+    for _ in range(80):
+        optimizer.zero_grad()
+        loss = levin_loss(network(observations)[0], actions, weights)
+        loss.backward()
+        optimizer.step()
+    assert loss.item() < 0.5 * before
