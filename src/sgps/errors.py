@@ -45,3 +45,7 @@ class UnknownDomainError(SgpsError):
 
 class ConfigError(SgpsError):
     """A bad option, parameter or configuration value; the message names the key."""
+
+
+class CheckpointError(SgpsError):
+    """A checkpoint is missing, corrupted, or was saved from another architecture."""

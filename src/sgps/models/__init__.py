@@ -1,5 +1,6 @@
-"""PyTorch models: ResNet trunks, the flat policy / heuristic networks, losses, evaluators."""
+"""PyTorch models: ResNet trunks, the flat policy / heuristic networks, losses, evaluators, checkpoints."""
 
+from sgps.models.checkpoint import load_checkpoint, save_checkpoint
 from sgps.models.evaluator import NetworkEvaluator
 from sgps.models.flat import FlatNetwork, FlatNetworkConfig
 from sgps.models.losses import heuristic_loss, levin_loss, policy_heuristic_loss
@@ -14,5 +15,7 @@ __all__ = [
     "ResidualBlock",
     "heuristic_loss",
     "levin_loss",
+    "load_checkpoint",
     "policy_heuristic_loss",
+    "save_checkpoint",
 ]
