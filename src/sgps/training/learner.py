@@ -1,0 +1,70 @@
+"""The flat learner: one network, one Adam optimiser, one update per Bootstrap batch.
+
+An update is `epochs` passes over this batch's samples only, reshuffled every epoch,
+in minibatches of `minibatch` (the last may be partial), as the reference does
+(spec/algorithms.md 6.3). The loss depends on the heads: Levin loss for a policy,
+MSE to the cost-to-go for a heuristic, their sum for both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from sgps.models.flat import FlatNetwork
+from sgps.models.losses import heuristic_loss, levin_loss
+from sgps.training.samples import PathSamples
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """Optimiser and update-schedule settings (defaults: the paper's)."""
+
+    learning_rate: float = 3e-4
+    weight_decay: float = 1e-4
+    epochs: int = 10
+    minibatch: int = 256
+
+
+class FlatLearner:
+    """Trains a `FlatNetwork` on solution-path samples."""
+
+    def __init__(self, network: FlatNetwork, config: LearnerConfig, generator: torch.Generator) -> None:
+        self.network = network
+        self.config = config
+        self.generator = generator
+        self.optimizer = torch.optim.Adam(
+            network.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
+        )
+
+    def loss(self, samples: PathSamples, index: torch.Tensor) -> torch.Tensor:
+        """The loss of the samples at `index` (a LongTensor)."""
+        device = next(self.network.parameters()).device
+        observations = torch.from_numpy(samples.observations[index.numpy()]).to(device)
+        logits, heuristic = self.network(observations)
+        total = torch.zeros((), device=device)
+        if logits is not None:
+            actions = torch.from_numpy(samples.actions[index.numpy()]).to(device)
+            weights = torch.from_numpy(samples.weights[index.numpy()]).to(device)
+            total = total + levin_loss(logits, actions, weights)
+        if heuristic is not None:
+            targets = torch.from_numpy(samples.cost_to_go[index.numpy()]).to(device)
+            total = total + heuristic_loss(heuristic, targets)
+        return total
+
+    def update(self, samples: PathSamples | None) -> float | None:
+        """One Bootstrap update; the mean minibatch loss, or None when there is nothing to learn."""
+        if samples is None or len(samples) == 0:
+            return None
+        self.network.train()
+        losses = []
+        for _ in range(self.config.epochs):
+            order = torch.randperm(len(samples), generator=self.generator)
+            for start in range(0, len(samples), self.config.minibatch):
+                self.optimizer.zero_grad()
+                loss = self.loss(samples, order[start : start + self.config.minibatch])
+                loss.backward()
+                self.optimizer.step()
+                losses.append(loss.item())
+        return sum(losses) / len(losses)
