@@ -8,13 +8,21 @@ MSE to the cost-to-go for a heuristic, their sum for both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 
+from sgps.domains.base import Domain
+from sgps.models.checkpoint import save_checkpoint
+from sgps.models.evaluator import NetworkEvaluator
 from sgps.models.flat import FlatNetwork
 from sgps.models.losses import heuristic_loss, levin_loss
-from sgps.training.samples import PathSamples
+from sgps.search.costs import Algorithm
+from sgps.search.engine import SearchResult
+from sgps.training.samples import PathSamples, solution_samples
 
 
 @dataclass(frozen=True)
@@ -68,3 +76,39 @@ class FlatLearner:
                 self.optimizer.step()
                 losses.append(loss.item())
         return sum(losses) / len(losses)
+
+
+class FlatMethod:
+    """The flat baselines as a Bootstrap method: PHS*(π), LevinTS(π) or WA* with one network.
+
+    Learns from solved searches only (solution paths); failed searches teach nothing.
+    """
+
+    needs_graphs = False
+
+    def __init__(self, domain: Domain[Any], algorithm: Algorithm, learner: FlatLearner) -> None:
+        self.domain = domain
+        self.algorithm = algorithm
+        self.learner = learner
+        self._evaluator = NetworkEvaluator(domain, learner.network)
+
+    def evaluator(self) -> NetworkEvaluator:
+        return self._evaluator
+
+    def learn(self, domain: Domain[Any], results: Sequence[SearchResult]) -> float | None:
+        return self.learner.update(solution_samples(domain, results))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "network": self.learner.network.state_dict(),
+            "optimizer": self.learner.optimizer.state_dict(),
+            "generator": self.learner.generator.get_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.learner.network.load_state_dict(state["network"])
+        self.learner.optimizer.load_state_dict(state["optimizer"])
+        self.learner.generator.set_state(state["generator"])
+
+    def save_model(self, path: Path) -> None:
+        save_checkpoint(path, self.learner.network)

@@ -1,0 +1,316 @@
+"""The Bootstrap search-and-learn loop (spec/algorithms.md section 6).
+
+One loop serves every method. A `Method` supplies the search (its algorithm and an
+evaluator over the current model) and what to learn from a batch of search results;
+the loop supplies shuffling, batching, lockstep search, budgets, validation, the
+stopping rule, metrics, checkpoints and resuming.
+
+Per pass: shuffle the training problems with the run's generator, cut them into
+batches (32 by default), search each batch in lockstep with the current budget, log a
+row per search, make one model update from the batch, log the outstanding count.
+Then search the validation problems (no learning); stop one pass after the
+cumulative validation-solved set reaches `validation_ratio` of them, else update the
+budget with the schedule. Limits on iterations, wall-clock time and total training
+expansions end the run early (checked between batches).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from sgps.domains.base import Domain
+from sgps.errors import CheckpointError
+from sgps.fileio import atomic_write_bytes
+from sgps.search.costs import Algorithm
+from sgps.search.drivers import search_lockstep
+from sgps.search.engine import SearchResult
+from sgps.search.evaluators import Evaluator
+from sgps.training.budget import Budgets, PassOutcome, get_schedule
+from sgps.training.rundir import RunDirectory
+
+
+class Method(Protocol):
+    """What the loop needs from a learning method (flat baselines, the subgoal policy, ...)."""
+
+    algorithm: Algorithm
+    needs_graphs: bool  # whether `learn` wants the search graphs of failed searches
+
+    def evaluator(self) -> Evaluator: ...
+
+    def learn(self, domain: Domain[Any], results: Sequence[SearchResult]) -> float | None: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+    def save_model(self, path: Path) -> None: ...
+
+
+@dataclass(frozen=True)
+class BootstrapConfig:
+    """Settings of the loop (defaults: the paper's; 0 means "no limit")."""
+
+    seed: int = 0
+    batch_size: int = 32
+    initial_budget: int = 4000
+    max_budget: int = 0
+    schedule: str = "lts-cm"
+    epsilon: float = 0.01
+    validation_ratio: float = 0.9
+    max_iterations: int = 30
+    time_limit_minutes: float = 0.0
+    max_expansions: int = 0
+    checkpoint_every: int = 10
+
+    def __post_init__(self) -> None:
+        get_schedule(self.schedule)
+        if self.batch_size < 1 or self.initial_budget < 1 or self.checkpoint_every < 1:
+            raise ValueError("batch_size, initial_budget and checkpoint_every must be at least 1")
+        if not 0.0 < self.validation_ratio <= 1.0:
+            raise ValueError("validation_ratio must be in (0, 1]")
+
+
+@dataclass
+class LoopState:
+    """Everything that changes during a run and must survive a resume."""
+
+    iteration: int = 0
+    next_batch: int = 0
+    order: list[int] = dataclasses.field(default_factory=list)
+    train_budget: int = 0
+    validation_budget: int = 0
+    solved: set[int] = dataclasses.field(default_factory=set)
+    validation_solved: set[int] = dataclasses.field(default_factory=set)
+    best_validation: int = -1
+    cumulative_expansions: int = 0
+    unique_before_pass: int = 0
+    pass_successes: int = 0
+    pass_success_expansions: int = 0
+    previous_successes: int | None = None
+    final_pass: bool = False
+    finished: bool = False
+    seconds: float = 0.0
+
+
+class Bootstrap:
+    """Runs (or resumes) one Bootstrap training run in a run directory."""
+
+    def __init__(
+        self,
+        domain: Domain[Any],
+        train: Sequence[Any],
+        validation: Sequence[Any],
+        method: Method,
+        config: BootstrapConfig,
+        run_dir: RunDirectory,
+    ) -> None:
+        if not train:
+            raise ValueError("the training set is empty")
+        self.domain = domain
+        self.train = list(train)
+        self.validation = list(validation)
+        self.method = method
+        self.config = config
+        self.run_dir = run_dir
+        self.schedule = get_schedule(config.schedule)
+        self.rng = np.random.default_rng(config.seed)
+        self.state = LoopState(train_budget=config.initial_budget, validation_budget=config.initial_budget)
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def run(self, max_batches: int | None = None) -> LoopState:
+        """Train until a stopping rule fires, or for `max_batches` more batches (then checkpoint)."""
+        state, config = self.state, self.config
+        started = time.perf_counter() - state.seconds
+        batches_run = 0
+        batches_per_pass = -(-len(self.train) // config.batch_size)
+        while not state.finished:
+            if state.next_batch == 0 and not state.order:
+                state.order = [int(i) for i in self.rng.permutation(len(self.train))]
+                state.unique_before_pass = len(state.solved)
+            while state.next_batch < batches_per_pass:
+                if max_batches is not None and batches_run >= max_batches:
+                    state.seconds = time.perf_counter() - started
+                    self.checkpoint()
+                    return state
+                if self._over_limits(started):
+                    state.finished = True
+                    break
+                self._train_batch(state.next_batch)
+                state.next_batch += 1
+                batches_run += 1
+                if (state.next_batch - 1) % config.checkpoint_every == 0:
+                    state.seconds = time.perf_counter() - started
+                    self.checkpoint()
+            if not state.finished:
+                self._end_of_pass()
+            state.seconds = time.perf_counter() - started
+            self.checkpoint()
+        return state
+
+    def _over_limits(self, started: float) -> bool:
+        config = self.config
+        if config.time_limit_minutes and time.perf_counter() - started >= 60 * config.time_limit_minutes:
+            self.run_dir.log("stopping: wall-clock limit reached")
+            return True
+        if config.max_expansions and self.state.cumulative_expansions >= config.max_expansions:
+            self.run_dir.log("stopping: expansion limit reached")
+            return True
+        return False
+
+    def _train_batch(self, batch: int) -> None:
+        state, config = self.state, self.config
+        ids = state.order[batch * config.batch_size : (batch + 1) * config.batch_size]
+        results = self._search([self.train[i] for i in ids], state.train_budget, self.method.needs_graphs)
+        self.run_dir.append("train", self._rows(ids, results, batch, state.train_budget))
+        for problem, result in zip(ids, results, strict=True):
+            state.cumulative_expansions += result.expanded
+            if result.solved:
+                state.solved.add(problem)
+                state.pass_successes += 1
+                state.pass_success_expansions += result.expanded
+        loss = self.method.learn(self.domain, results)
+        outstanding = len(self.train) - len(state.solved)
+        self.run_dir.append(
+            "outstanding",
+            [{"iteration": state.iteration, "batch": batch, "cumulative_expansions": state.cumulative_expansions,
+              "outstanding": outstanding, "loss": loss}],
+        )  # fmt: skip
+        self.run_dir.log(
+            f"iteration {state.iteration} batch {batch}: solved {sum(r.solved for r in results)}/{len(ids)}, "
+            f"budget {state.train_budget}, outstanding {outstanding}, loss {loss}"
+        )
+
+    def _end_of_pass(self) -> None:
+        state, config = self.state, self.config
+        solved_now = self._validate()
+        if solved_now > state.best_validation:
+            state.best_validation = solved_now
+            self.method.save_model(self.run_dir.checkpoints / "best.safetensors")
+        outcome = PassOutcome(
+            len(self.train),
+            state.unique_before_pass,
+            len(state.solved),
+            state.pass_successes,
+            state.pass_success_expansions,
+            state.previous_successes,
+        )
+        state.iteration += 1
+        reached = len(state.validation_solved) >= config.validation_ratio * len(self.validation)
+        if state.final_pass or state.iteration >= config.max_iterations:
+            state.finished = True
+        elif reached and self.validation:
+            state.final_pass = True
+            self.run_dir.log("validation target reached: one more pass, then stop")
+        else:
+            budgets = self.schedule(
+                Budgets(state.train_budget, state.validation_budget), outcome, config.initial_budget
+            )
+            cap = config.max_budget or None
+            state.train_budget = min(budgets.train, cap) if cap else budgets.train
+            state.validation_budget = min(budgets.validation, cap) if cap else budgets.validation
+        state.previous_successes = state.pass_successes
+        state.pass_successes = state.pass_success_expansions = 0
+        state.next_batch = 0
+        state.order = []
+
+    def _validate(self) -> int:
+        state, config = self.state, self.config
+        solved = 0
+        for batch, start in enumerate(range(0, len(self.validation), config.batch_size)):
+            ids = list(range(start, min(start + config.batch_size, len(self.validation))))
+            results = self._search([self.validation[i] for i in ids], state.validation_budget, False)
+            self.run_dir.append("validate", self._rows(ids, results, batch, state.validation_budget))
+            for problem, result in zip(ids, results, strict=True):
+                if result.solved:
+                    solved += 1
+                    state.validation_solved.add(problem)
+        self.run_dir.log(
+            f"iteration {state.iteration} validation: solved {solved}/{len(self.validation)} "
+            f"(cumulative {len(state.validation_solved)})"
+        )
+        return solved
+
+    def _search(self, levels: Sequence[Any], budget: int, record_graph: bool) -> list[SearchResult]:
+        return search_lockstep(
+            self.domain,
+            levels,
+            self.method.algorithm,
+            self.method.evaluator(),
+            budget=budget,
+            epsilon=self.config.epsilon,
+            record_graph=record_graph,
+        )
+
+    def _rows(self, ids: Sequence[int], results: Sequence[SearchResult], batch: int, budget: int) -> list[dict]:
+        return [
+            {"iteration": self.state.iteration, "batch": batch, "problem": problem, "solved": r.solved,
+             "expanded": r.expanded, "generated": r.generated, "length": r.length, "budget": budget,
+             "seconds": r.seconds}
+            for problem, r in zip(ids, results, strict=True)
+        ]  # fmt: skip
+
+    # -- checkpoints --------------------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Save the model and everything needed to resume, atomically."""
+        state = dataclasses.asdict(self.state)
+        state["solved"] = sorted(self.state.solved)
+        state["validation_solved"] = sorted(self.state.validation_solved)
+        payload = {
+            "loop": state,
+            "method": self.method.state_dict(),
+            "rng": _numpy_state(self.rng),
+            "rows": self.run_dir.row_counts(),
+        }
+        buffer = io.BytesIO()
+        torch.save(payload, buffer)
+        self.method.save_model(self.run_dir.checkpoints / "latest.safetensors")
+        atomic_write_bytes(self.run_dir.checkpoints / "trainer.pt", buffer.getvalue())
+
+    def resume(self) -> None:
+        """Restore the state of the last checkpoint and cut the metrics back to it."""
+        path = self.run_dir.checkpoints / "trainer.pt"
+        try:
+            payload = torch.load(path, weights_only=True)
+        except FileNotFoundError:
+            raise CheckpointError(f"{path}: no trainer checkpoint to resume from") from None
+        except Exception as error:
+            raise CheckpointError(f"{path}: not a readable trainer checkpoint ({error})") from None
+        loop = dict(payload["loop"])
+        loop["solved"] = set(loop["solved"])
+        loop["validation_solved"] = set(loop["validation_solved"])
+        self.state = LoopState(**loop)
+        self.method.load_state_dict(payload["method"])
+        self.rng.bit_generator.state = _numpy_state_from(payload["rng"])
+        self.run_dir.truncate(payload["rows"])
+
+
+def _numpy_state(rng: np.random.Generator) -> dict[str, Any]:
+    """The generator's state with its 128-bit integers as strings (for a weights-only checkpoint)."""
+    state = rng.bit_generator.state
+    return {
+        "bit_generator": state["bit_generator"],
+        "state": str(state["state"]["state"]),
+        "inc": str(state["state"]["inc"]),
+        "has_uint32": state["has_uint32"],
+        "uinteger": state["uinteger"],
+    }
+
+
+def _numpy_state_from(saved: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "bit_generator": saved["bit_generator"],
+        "state": {"state": int(saved["state"]), "inc": int(saved["inc"])},
+        "has_uint32": saved["has_uint32"],
+        "uinteger": saved["uinteger"],
+    }

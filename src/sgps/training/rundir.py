@@ -1,0 +1,107 @@
+"""The run directory: resolved config, metrics CSVs, checkpoints and the log of one run.
+
+Layout::
+
+    RUN/config.toml             the fully resolved configuration
+    RUN/metrics/train.csv       one row per training search
+    RUN/metrics/validate.csv    one row per validation search
+    RUN/metrics/outstanding.csv cumulative expansions and outstanding problems, after every batch
+    RUN/checkpoints/            latest.safetensors, best.safetensors, trainer.pt
+    RUN/log.txt                 human-readable progress
+
+CSV rows are appended as they happen. A checkpoint records how many rows each file
+had, and resuming cuts the files back to those counts, so a resumed run neither
+loses nor repeats rows.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sgps.fileio import atomic_write_text
+
+SEARCH_COLUMNS = (
+    "iteration", "batch", "problem", "solved", "expanded", "generated", "length", "budget", "seconds",
+)  # fmt: skip
+METRICS: dict[str, Sequence[str]] = {
+    "train": SEARCH_COLUMNS,
+    "validate": SEARCH_COLUMNS,
+    "outstanding": ("iteration", "batch", "cumulative_expansions", "outstanding", "loss"),
+}
+
+
+class RunDirectory:
+    """Reads and writes the files of one run directory."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.metrics = self.path / "metrics"
+        self.checkpoints = self.path / "checkpoints"
+
+    def create(self, config: Mapping[str, Mapping[str, Any]]) -> None:
+        """Make the folders, write config.toml and the CSV headers."""
+        self.metrics.mkdir(parents=True, exist_ok=True)
+        self.checkpoints.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.path / "config.toml", to_toml(config))
+        for name, columns in METRICS.items():
+            atomic_write_text(self.metrics / f"{name}.csv", ",".join(columns) + "\n")
+
+    def append(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append rows (dicts keyed by the file's columns) to metrics/NAME.csv."""
+        columns = METRICS[name]
+        with open(self.metrics / f"{name}.csv", "a", newline="") as handle:
+            writer = csv.writer(handle)
+            for row in rows:
+                writer.writerow([_cell(row[column]) for column in columns])
+
+    def row_counts(self) -> dict[str, int]:
+        """Data rows in each metrics file."""
+        return {name: len(self.read(name)) for name in METRICS}
+
+    def read(self, name: str) -> list[dict[str, str]]:
+        """The data rows of metrics/NAME.csv."""
+        with open(self.metrics / f"{name}.csv", newline="") as handle:
+            return list(csv.DictReader(handle))
+
+    def truncate(self, counts: Mapping[str, int]) -> None:
+        """Cut every metrics file back to `counts` data rows (what the last checkpoint saw)."""
+        for name, count in counts.items():
+            file = self.metrics / f"{name}.csv"
+            lines = file.read_text().splitlines(keepends=True)
+            atomic_write_text(file, "".join(lines[: count + 1]))
+
+    def log(self, message: str) -> None:
+        with open(self.path / "log.txt", "a") as handle:
+            handle.write(message + "\n")
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return "" if value is None else str(value)
+
+
+def to_toml(config: Mapping[str, Mapping[str, Any]]) -> str:
+    """A TOML document of sections holding scalars (str, int, float, bool)."""
+    lines = []
+    for section, values in config.items():
+        lines.append(f"[{section}]")
+        for key, value in values.items():
+            lines.append(f"{key} = {_toml_value(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    raise TypeError(f"cannot write {value!r} to TOML")

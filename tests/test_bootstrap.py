@@ -1,0 +1,81 @@
+"""The Bootstrap loop: run directory contents, learning, stopping, and exact resume."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from sgps.domains import get_domain
+from sgps.errors import CheckpointError
+from sgps.models import FlatNetwork, FlatNetworkConfig
+from sgps.search import make_algorithm
+from sgps.training import Bootstrap, BootstrapConfig, FlatLearner, FlatMethod, LearnerConfig, RunDirectory
+
+CONFIG = BootstrapConfig(seed=3, batch_size=4, initial_budget=60, max_iterations=3, checkpoint_every=2)
+
+
+def make_run(path, config=CONFIG, *, fresh=True):
+    domain = get_domain("tsp")
+    train = [domain.generate(seed) for seed in range(12)]
+    validation = [domain.generate(seed) for seed in range(500, 506)]
+    torch.manual_seed(config.seed)
+    network = FlatNetwork(FlatNetworkConfig(domain.observation_shape(train[0]), 4, channels=8, blocks=1))
+    learner = FlatLearner(
+        network, LearnerConfig(learning_rate=3e-3, epochs=3, minibatch=32), torch.Generator().manual_seed(1)
+    )
+    run_dir = RunDirectory(path)
+    if fresh:
+        run_dir.create({"bootstrap": {"seed": config.seed}})
+    method = FlatMethod(domain, make_algorithm("phs"), learner)
+    return Bootstrap(domain, train, validation, method, config, run_dir)
+
+
+def without_time(rows):
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+
+
+def test_a_run_writes_its_directory_and_stops(tmp_path):
+    bootstrap = make_run(tmp_path / "run")
+    state = bootstrap.run()
+    run_dir = bootstrap.run_dir
+    assert state.finished and state.iteration <= 3
+    train = run_dir.read("train")
+    assert len(train) == 12 * state.iteration and {row["budget"] for row in train} >= {"60"}
+    assert len(run_dir.read("validate")) == 6 * state.iteration
+    outstanding = run_dir.read("outstanding")
+    assert len(outstanding) == 3 * state.iteration
+    assert int(outstanding[-1]["outstanding"]) == 12 - len(state.solved)
+    for name in ("latest.safetensors", "best.safetensors", "trainer.pt"):
+        assert (run_dir.checkpoints / name).exists()
+    assert (run_dir.path / "config.toml").read_text().startswith("[bootstrap]")
+    assert "validation" in (run_dir.path / "log.txt").read_text()
+
+
+def test_resume_after_batch_k_repeats_nothing_and_matches_an_uninterrupted_run(tmp_path):
+    whole = make_run(tmp_path / "whole")
+    whole.run(max_batches=5)
+    interrupted = make_run(tmp_path / "split")
+    interrupted.run(max_batches=3)
+    interrupted.run_dir.append(
+        "train",
+        [
+            dict.fromkeys(
+                ("iteration", "batch", "problem", "solved", "expanded", "generated", "length", "budget", "seconds"), 99
+            )
+        ],
+    )  # a row after the checkpoint
+    resumed = make_run(tmp_path / "split", fresh=False)
+    resumed.resume()
+    resumed.run(max_batches=2)
+    for name in ("train", "outstanding", "validate"):
+        assert without_time(resumed.run_dir.read(name)) == without_time(whole.run_dir.read(name)), name
+    assert resumed.state.train_budget == whole.state.train_budget
+
+
+def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
+    bootstrap = make_run(tmp_path / "empty")
+    with pytest.raises(CheckpointError, match="no trainer checkpoint to resume from"):
+        bootstrap.resume()
+    (bootstrap.run_dir.checkpoints / "trainer.pt").write_bytes(b"broken")
+    with pytest.raises(CheckpointError, match="not a readable trainer checkpoint"):
+        bootstrap.resume()
