@@ -9,6 +9,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Tests run in parallel workers (pytest -n 2): one math thread each avoids oversubscribing the cores.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 
 def shared_dir() -> Path | None:
     """The project's read-only shared folder (paper, specs, reference traces, Boxoban)."""

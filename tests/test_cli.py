@@ -64,7 +64,10 @@ def test_demo_writes_levels_and_pictures(tmp_path, capsys):
     for name in ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash"):
         assert len(read_levels(tmp_path / f"{name}.txt")) == 2
         assert (tmp_path / f"{name}-solution.png").stat().st_size > 100
-    assert "solved optimally" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "solved optimally" in out
+    assert "PHS* with the trained network" in out
+    assert (tmp_path / "tsp-phs" / "checkpoints" / "best.safetensors").exists()
 
 
 @pytest.mark.parametrize(

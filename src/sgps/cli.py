@@ -21,6 +21,8 @@ from sgps.domains.generation import generate_levels, resolve_params
 from sgps.domains.render import write_png
 from sgps.errors import ConfigError, SgpsError
 from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
+from sgps.training import runner
+from sgps.training.testing import run_test
 
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
 
@@ -76,10 +78,33 @@ def build_parser() -> argparse.ArgumentParser:
     solve_cmd.add_argument("--epsilon", type=float, default=0.01, help="policy noise of levin/phs (default: 0.01)")
     solve_cmd.add_argument("--weight", type=float, default=1.5, help="WA* weight (default: 1.5)")
 
+    train_cmd = commands.add_parser("train", help="train a policy / heuristic with the Bootstrap process")
+    train_cmd.add_argument("--problems", required=True, type=Path, help="training level file or folder")
+    train_cmd.add_argument("--out", required=True, type=Path, help="run directory")
+    train_cmd.add_argument("--domain", help="domain of the level files (when they do not name it)")
+    train_cmd.add_argument("--algorithm", choices=("phs", "levin", "wastar"), help="default: phs")
+    train_cmd.add_argument("--validation", type=Path, help="validation levels (default: a split of --problems)")
+    train_cmd.add_argument("--config", type=Path, help="TOML file with [run] [network] [learner] [bootstrap]")
+    train_cmd.add_argument("--preset", choices=("tiny", "cpu", "paper"), default="cpu", help="default: cpu")
+    train_cmd.add_argument("--seed", type=int, help="run seed")
+    train_cmd.add_argument("--device", choices=("cpu", "cuda", "auto"), help="default: auto")
+    train_cmd.add_argument("--max-iterations", type=int, help="passes over the training problems")
+    train_cmd.add_argument("--time-limit", type=float, metavar="MIN", help="wall-clock limit in minutes")
+    train_cmd.add_argument("--resume", action="store_true", help="continue the run in --out")
+    train_cmd.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    test_cmd = commands.add_parser("test", help="test a trained run: budget doubling over rounds")
+    test_cmd.add_argument("run", type=Path, help="run directory")
+    test_cmd.add_argument("--problems", required=True, type=Path, help="test level file or folder")
+    test_cmd.add_argument("--budget", type=int, default=4000, help="first-round budget (default: 4000)")
+    test_cmd.add_argument("--rounds", type=int, default=1, help="rounds, doubling the budget (default: 1)")
+    test_cmd.add_argument("--checkpoint", default="best", help="best, last, or a checkpoint path (default: best)")
+
     demo = commands.add_parser("demo", help="generate, solve and draw a few levels of each domain")
     demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output folder (default: runs/demo)")
     demo.add_argument("--seed", type=int, default=0, help="seed of the first level (default: 0)")
     demo.add_argument("--count", type=int, default=3, help="levels per domain (default: 3)")
+    demo.add_argument("--no-train", dest="train", action="store_false", help="skip the short PHS* training run on TSP")
     return parser
 
 
@@ -200,8 +225,45 @@ def _best_first(args: argparse.Namespace, domain: Any, level: Level) -> int:
     return 0 if result.solved else 1
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    overrides: dict[str, dict[str, object]] = {"run": {}, "bootstrap": {}}
+    for section, key, value in (
+        ("run", "algorithm", args.algorithm),
+        ("run", "device", args.device),
+        ("bootstrap", "seed", args.seed),
+        ("bootstrap", "max_iterations", args.max_iterations),
+        ("bootstrap", "time_limit_minutes", args.time_limit),
+    ):
+        if value is not None:
+            overrides[section][key] = value
+    config, state = runner.train(
+        args.problems,
+        args.out,
+        domain=args.domain,
+        validation=args.validation,
+        preset=args.preset,
+        config_file=args.config,
+        overrides=overrides,
+        resume=args.resume,
+        quiet=args.quiet,
+    )
+    print(
+        f"trained {config.run.algorithm} on {config.run.domain}: {state.iteration} iterations, "
+        f"{len(state.solved)} training problems solved, {state.cumulative_expansions:,} expansions, "
+        f"best validation {max(state.best_validation, 0)} solved, budget now {state.train_budget:,}, "
+        f"{state.seconds:.0f} s -> {args.out}"
+    )
+    return 0
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    summary = runner.test(args.run, args.problems, budget=args.budget, rounds=args.rounds, checkpoint=args.checkpoint)
+    print(summary.table_row())
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Generate a few levels of each domain, solve the first exactly, draw its solution."""
+    """Generate a few levels of each domain, solve the first exactly, draw its solution; train PHS* on TSP."""
     out: Path = args.out
     for name in DEMO_DOMAINS:
         domain = get_domain(name)
@@ -222,7 +284,36 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"{name:11s} {len(states)} levels -> {level_file}; level 0 solved optimally in "
             f"{result.length} moves ({result.seconds:.2f} s); picture -> {picture}"
         )
+    if args.train:
+        _demo_training(out, args.seed)
     return 0
+
+
+def _demo_training(out: Path, seed: int) -> None:
+    """Train PHS*(π) on 200 generated TSP levels (cpu preset, 3 passes) and test it on 50 others."""
+    domain = get_domain("tsp")
+    params = resolve_params(domain, "standard")
+    train_file, test_file = out / "tsp-train.txt", out / "tsp-test.txt"
+    write_levels(train_file, domain, generate_levels(domain, params, seed, 200), variant="standard", seed=seed,
+                 params=params)  # fmt: skip
+    test_seed = seed + 100_000
+    write_levels(test_file, domain, generate_levels(domain, params, test_seed, 50), variant="standard",
+                 seed=test_seed, params=params)  # fmt: skip
+    run = out / "tsp-phs"
+    suffix = 1
+    while run.exists():
+        suffix += 1
+        run = out / f"tsp-phs-{suffix}"
+    print(f"training PHS*(pi) on {train_file} (cpu preset, 3 passes) -> {run}")
+    overrides = {"bootstrap": {"seed": seed, "max_iterations": 3}}
+    _, state = runner.train(train_file, run, preset="cpu", overrides=overrides)
+    print(f"  {state.iteration} passes, {state.cumulative_expansions:,} expansions, {state.seconds:.0f} s")
+    tests = read_levels(test_file).states()
+    untrained = run_test(domain, tests, make_algorithm("phs"), UniformPolicy(domain), budget=2000)
+    trained = runner.test(run, test_file, budget=2000)
+    print(f"test on {test_file} (budget 2000):")
+    print(f"  PHS* with a uniform policy, no heuristic | {untrained.table_row()}")
+    print(f"  PHS* with the trained network            | {trained.table_row()}")
 
 
 def film_strip(domain: Any, trajectory: Sequence[Any], frames: int = 6, cell: int = 12) -> np.ndarray:
@@ -235,7 +326,14 @@ def film_strip(domain: Any, trajectory: Sequence[Any], frames: int = 6, cell: in
     return np.concatenate(parts, axis=1)
 
 
-COMMANDS = {"generate": cmd_generate, "show": cmd_show, "solve": cmd_solve, "demo": cmd_demo}
+COMMANDS = {
+    "generate": cmd_generate,
+    "show": cmd_show,
+    "solve": cmd_solve,
+    "train": cmd_train,
+    "test": cmd_test,
+    "demo": cmd_demo,
+}
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -127,8 +127,11 @@ class Bootstrap:
 
     # -- the loop -----------------------------------------------------------------------
 
-    def run(self, max_batches: int | None = None) -> LoopState:
-        """Train until a stopping rule fires, or for `max_batches` more batches (then checkpoint)."""
+    def run(self, max_batches: int | None = None, on_batch: Callable[[LoopState], None] | None = None) -> LoopState:
+        """Train until a stopping rule fires, or for `max_batches` more batches (then checkpoint).
+
+        `on_batch` is called with the loop state after every training batch (progress display).
+        """
         state, config = self.state, self.config
         started = time.perf_counter() - state.seconds
         batches_run = 0
@@ -148,6 +151,8 @@ class Bootstrap:
                 self._train_batch(state.next_batch)
                 state.next_batch += 1
                 batches_run += 1
+                if on_batch is not None:
+                    on_batch(state)
                 if (state.next_batch - 1) % config.checkpoint_every == 0:
                     state.seconds = time.perf_counter() - started
                     self.checkpoint()

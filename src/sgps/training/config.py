@@ -1,0 +1,131 @@
+"""Run configuration: presets, TOML files and command-line overrides, checked key by key.
+
+A configuration has three sections, each a dataclass: ``[network]``
+(`NetworkSettings`), ``[learner]`` (`LearnerConfig`) and ``[bootstrap]``
+(`BootstrapConfig`), plus ``[run]`` (`RunSettings`). Resolution order: the preset's
+values, then the TOML file, then command-line flags. The resolved configuration is
+written to the run directory's ``config.toml``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sgps.errors import ConfigError
+from sgps.training.bootstrap import BootstrapConfig
+from sgps.training.learner import LearnerConfig
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """ResNet size of the flat network."""
+
+    channels: int = 128
+    blocks: int = 8
+    batch_norm: bool = False
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What to train: domain, algorithm, device."""
+
+    domain: str = "tsp"
+    algorithm: str = "phs"
+    device: str = "auto"
+    validation_fraction: float = 0.1  # of --problems, when no --validation file is given
+
+
+SECTIONS: dict[str, type] = {
+    "run": RunSettings,
+    "network": NetworkSettings,
+    "learner": LearnerConfig,
+    "bootstrap": BootstrapConfig,
+}
+
+#: Presets: `tiny` for tests (seconds), `cpu` for a CPU-only machine, `paper` the reference sizes.
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "tiny": {
+        "network": {"channels": 8, "blocks": 1},
+        "learner": {"learning_rate": 3e-3, "epochs": 3, "minibatch": 64},
+        "bootstrap": {"batch_size": 16, "initial_budget": 500, "max_iterations": 3},
+    },
+    "cpu": {
+        "network": {"channels": 32, "blocks": 2},
+        "learner": {"learning_rate": 1e-3},
+        "bootstrap": {"initial_budget": 2000, "max_iterations": 10},
+    },
+    "paper": {},
+}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The fully resolved configuration of a training run."""
+
+    run: RunSettings
+    network: NetworkSettings
+    learner: LearnerConfig
+    bootstrap: BootstrapConfig
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        return {name: dataclasses.asdict(getattr(self, name)) for name in SECTIONS}
+
+
+def resolve_config(
+    preset: str = "cpu", file: Path | None = None, overrides: Mapping[str, Mapping[str, Any]] | None = None
+) -> TrainConfig:
+    """Merge a preset, an optional TOML file and overrides; raise `ConfigError` naming any bad key."""
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
+    values: dict[str, dict[str, Any]] = {name: dict(PRESETS[preset].get(name, {})) for name in SECTIONS}
+    layers: list[tuple[str, Mapping[str, Any]]] = []
+    if file is not None:
+        layers.append((str(file), _read_toml(file)))
+    if overrides:
+        layers.append(("command line", overrides))
+    for origin, layer in layers:
+        for section, entries in layer.items():
+            if section not in SECTIONS:
+                raise ConfigError(f"{origin}: unknown section [{section}] (sections: {', '.join(SECTIONS)})")
+            if not isinstance(entries, Mapping):
+                raise ConfigError(f"{origin}: [{section}] must be a table of keys")
+            fields = {f.name: f for f in dataclasses.fields(SECTIONS[section])}
+            for key, value in entries.items():
+                if key not in fields:
+                    raise ConfigError(f"{origin}: unknown key {section}.{key} (keys: {', '.join(fields)})")
+                values[section][key] = _checked(origin, section, key, value, fields[key].default)
+    try:
+        return TrainConfig(**{name: cls(**values[name]) for name, cls in SECTIONS.items()})
+    except ValueError as error:
+        raise ConfigError(f"bad configuration: {error}") from None
+
+
+def _read_toml(file: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(file.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{file}: no such config file") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{file}: not valid TOML ({error})") from None
+
+
+def _checked(origin: str, section: str, key: str, value: Any, default: Any) -> Any:
+    """`value` converted to the type of `default`, or a `ConfigError` naming the key."""
+    expected = type(default)
+    if expected is bool:
+        if isinstance(value, bool):
+            return value
+    elif expected is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif expected is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(value, expected):
+        return value
+    raise ConfigError(f"{origin}: {section}.{key} must be {expected.__name__}, got {value!r}")

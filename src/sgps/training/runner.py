@@ -1,0 +1,98 @@
+"""`sgps train` and `sgps test`: a run from level files to a run directory, and its test table."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from sgps.domains.levels import read_levels
+from sgps.errors import ConfigError
+from sgps.models.checkpoint import load_checkpoint
+from sgps.training.bootstrap import Bootstrap, LoopState
+from sgps.training.config import TrainConfig, resolve_config
+from sgps.training.rundir import RunDirectory
+from sgps.training.setup import build_flat_method, split_problems
+from sgps.training.testing import TestSummary, run_test
+
+
+def train(
+    problems: Path,
+    out: Path,
+    *,
+    domain: str | None = None,
+    validation: Path | None = None,
+    preset: str = "cpu",
+    config_file: Path | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    resume: bool = False,
+    quiet: bool = False,
+) -> tuple[TrainConfig, LoopState]:
+    """Train on the levels in `problems` into run directory `out` (or resume it)."""
+    run_dir = RunDirectory(out)
+    if resume:
+        config = resolve_config("paper", out / "config.toml")
+    else:
+        if (out / "checkpoints" / "trainer.pt").exists():
+            raise ConfigError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
+        config = resolve_config(preset, config_file, overrides)
+    levels = read_levels(problems, domain or (config.run.domain if resume else None))
+    settings = {**config.as_dict()}
+    settings["run"] = {**settings["run"], "domain": levels.domain.name}
+    config = resolve_config("paper", None, settings)
+    states = levels.states()
+    if validation is not None:
+        train_levels, validation_levels = states, read_levels(validation, levels.domain.name).states()
+    else:
+        train_levels, validation_levels = split_problems(states, config.run.validation_fraction, config.bootstrap.seed)
+    if not train_levels:
+        raise ConfigError(f"{problems}: no training problems left after the validation split")
+    method = build_flat_method(levels.domain, train_levels[0], config)
+    bootstrap = Bootstrap(levels.domain, train_levels, validation_levels, method, config.bootstrap, run_dir)
+    if resume:
+        bootstrap.resume()
+    else:
+        run_dir.create(config.as_dict())
+    started = time.perf_counter()
+    with tqdm(desc="training", unit="batch", disable=quiet, leave=False) as bar:
+
+        def progress(state: LoopState) -> None:
+            bar.update(1)
+            rate = state.cumulative_expansions / max(time.perf_counter() - started, 1e-9)
+            bar.set_postfix(
+                iteration=state.iteration,
+                budget=state.train_budget,
+                solved=f"{len(state.solved)}/{len(train_levels)}",
+                exp_per_s=f"{rate:,.0f}",
+            )
+
+        state = bootstrap.run(on_batch=progress)
+    return config, state
+
+
+def test(run: Path, problems: Path, *, budget: int = 4000, rounds: int = 1, checkpoint: str = "best") -> TestSummary:
+    """Test a run's model (best, last or a checkpoint path) with budget doubling over `rounds`."""
+    if budget < 1 or rounds < 1:
+        raise ConfigError("--budget and --rounds must be at least 1")
+    config = resolve_config("paper", run / "config.toml")
+    levels = read_levels(problems, config.run.domain)
+    states = levels.states()
+    method = build_flat_method(levels.domain, states[0], config)
+    named = {"best": run / "checkpoints" / "best.safetensors", "last": run / "checkpoints" / "latest.safetensors"}
+    path = named.get(checkpoint, Path(checkpoint))
+    if checkpoint == "best" and not path.exists():
+        path = named["last"]
+    load_checkpoint(path, method.learner.network)
+    return run_test(
+        levels.domain,
+        states,
+        method.algorithm,
+        method.evaluator(),
+        budget=budget,
+        rounds=rounds,
+        epsilon=config.bootstrap.epsilon,
+        csv_path=run / "metrics" / f"test-{problems.stem}.csv",
+    )

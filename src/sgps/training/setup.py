@@ -1,0 +1,61 @@
+"""Building a run's pieces from its configuration: device, network, method, problem split."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from sgps.domains.base import Domain
+from sgps.errors import ConfigError
+from sgps.models.flat import FlatNetwork, FlatNetworkConfig
+from sgps.search.costs import make_algorithm
+from sgps.training.config import TrainConfig
+from sgps.training.learner import FlatLearner, FlatMethod
+
+#: The flat algorithms and the heads their network needs.
+FLAT_HEADS = {"phs": (True, True), "levin": (True, False), "wastar": (False, True)}
+
+
+def pick_device(name: str) -> torch.device:
+    """`cpu`, `cuda`, or `auto` (cuda when available)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("run.device is 'cuda' but no CUDA device is available")
+    if name not in ("cpu", "cuda"):
+        raise ConfigError(f"run.device must be cpu, cuda or auto, not {name!r}")
+    return torch.device(name)
+
+
+def build_flat_method(domain: Domain[Any], example: Any, config: TrainConfig) -> FlatMethod:
+    """The network, learner and method of a flat-baseline run, seeded with the run seed."""
+    if config.run.algorithm not in FLAT_HEADS:
+        raise ConfigError(f"run.algorithm must be one of {', '.join(FLAT_HEADS)}, not {config.run.algorithm!r}")
+    policy, heuristic = FLAT_HEADS[config.run.algorithm]
+    torch.manual_seed(config.bootstrap.seed)
+    network_config = FlatNetworkConfig(
+        observation_shape=domain.observation_shape(example),
+        num_actions=domain.num_actions,
+        channels=config.network.channels,
+        blocks=config.network.blocks,
+        batch_norm=config.network.batch_norm,
+        policy=policy,
+        heuristic=heuristic,
+    )
+    network = FlatNetwork(network_config).to(pick_device(config.run.device))
+    generator = torch.Generator().manual_seed(config.bootstrap.seed)
+    learner = FlatLearner(network, config.learner, generator)
+    return FlatMethod(domain, make_algorithm(config.run.algorithm), learner)
+
+
+def split_problems(levels: Sequence[Any], fraction: float, seed: int) -> tuple[list[Any], list[Any]]:
+    """Shuffle with the run seed, then take the first (1 - fraction) for training, the rest for validation."""
+    order = np.random.default_rng(seed).permutation(len(levels))
+    cut = len(levels) - round(fraction * len(levels))
+    return [levels[i] for i in order[:cut]], [levels[i] for i in order[cut:]]
+
+
+__all__ = ["FLAT_HEADS", "build_flat_method", "pick_device", "split_problems"]

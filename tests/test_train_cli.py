@@ -1,0 +1,66 @@
+"""`sgps train` / `sgps test`: a tiny end-to-end run, resume, configs and errors users can act on."""
+
+from __future__ import annotations
+
+import pytest
+
+from sgps.cli import main
+from sgps.errors import ConfigError
+from sgps.training.config import resolve_config
+
+
+@pytest.fixture
+def level_files(tmp_path, capsys):
+    train, test = tmp_path / "train.txt", tmp_path / "test.txt"
+    assert main(["generate", "tsp", "--count", "40", "--seed", "0", "--out", str(train)]) == 0
+    assert main(["generate", "tsp", "--count", "10", "--seed", "9000", "--out", str(test)]) == 0
+    capsys.readouterr()
+    return train, test
+
+
+def test_train_then_test_then_resume(tmp_path, level_files, capsys):
+    train, test = level_files
+    run = tmp_path / "run"
+    argv = ["train", "--problems", str(train), "--out", str(run), "--preset", "tiny", "--quiet"]
+    assert main([*argv, "--max-iterations", "1", "--seed", "5"]) == 0
+    assert "trained phs on tsp: 1 iterations" in capsys.readouterr().out
+    assert "max_iterations = 1" in (run / "config.toml").read_text()
+    assert main(["test", str(run), "--problems", str(test), "--rounds", "2"]) == 0
+    row = capsys.readouterr().out
+    assert row.startswith("solved ") and "/10 | mean expansions" in row
+    assert (run / "metrics" / "test-test.csv").read_text().startswith("round,problem,solved")
+    assert main(argv) == 2
+    assert "already holds a run; pass --resume" in capsys.readouterr().err
+    assert main(["train", "--problems", str(train), "--out", str(run), "--resume", "--quiet"]) == 0
+    assert "1 iterations" in capsys.readouterr().out  # the stopping rule had already fired
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[network]\nchanels = 3\n", "unknown key network.chanels (keys: channels, blocks, batch_norm)"),
+        ("[bootstrap]\nbatch_size = 'many'\n", "bootstrap.batch_size must be int, got 'many'"),
+        ("[optimizer]\nlr = 1\n", "unknown section [optimizer]"),
+        ("[bootstrap]\nschedule = 'triple'\n", "unknown budget schedule 'triple'"),
+        ("[network\n", "not valid TOML"),
+    ],
+)
+def test_bad_config_files_name_the_key(tmp_path, level_files, capsys, text, message):
+    train, _ = level_files
+    config = tmp_path / "bad.toml"
+    config.write_text(text)
+    assert main(["train", "--problems", str(train), "--out", str(tmp_path / "r"), "--config", str(config)]) == 2
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_presets_and_overrides():
+    assert resolve_config("tiny").network.channels == 8
+    assert resolve_config("paper").network.channels == 128 and resolve_config("paper").network.blocks == 8
+    config = resolve_config("cpu", overrides={"learner": {"epochs": 2}, "bootstrap": {"validation_ratio": 1}})
+    assert config.learner.epochs == 2 and config.bootstrap.validation_ratio == 1.0
+    with pytest.raises(ConfigError, match="unknown preset 'huge'"):
+        resolve_config("huge")
+    with pytest.raises(ConfigError, match="validation_ratio must be in"):
+        resolve_config("cpu", overrides={"bootstrap": {"validation_ratio": 2.0}})
