@@ -54,7 +54,7 @@ def test_evaluator_gives_log_distributions_and_drives_a_search():
     log_policy, heuristic = evaluator([level, domain.step(level, 1)])
     assert log_policy.shape == (2, 4) and heuristic.shape == (2,)
     np.testing.assert_allclose(np.exp(log_policy).sum(axis=1), 1.0, rtol=1e-6)
-    assert network.training  # the evaluator restores the mode it found
+    assert not network.training  # evaluation runs in eval mode
     result = search(domain, level, make_algorithm("phs"), evaluator, budget=20_000)
     assert result.solved
 

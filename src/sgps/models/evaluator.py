@@ -15,7 +15,10 @@ from sgps.models.flat import FlatNetwork
 class NetworkEvaluator:
     """Observations -> tensors -> (log π [B, |A|], h [B]) as numpy, in inference mode.
 
-    A missing head answers None (LevinTS needs no heuristic, WA* no policy).
+    A missing head answers None (LevinTS needs no heuristic, WA* no policy). Evaluating
+    puts the network in eval mode (batch norm uses its running statistics) and leaves it
+    there; `FlatLearner.update` switches back to train mode for its own steps. Not
+    toggling the mode on every call keeps per-batch overhead low.
     """
 
     def __init__(self, domain: Domain[Any], network: FlatNetwork, device: str | torch.device = "cpu") -> None:
@@ -25,13 +28,10 @@ class NetworkEvaluator:
 
     def __call__(self, states: Sequence[Any]) -> tuple[np.ndarray | None, np.ndarray | None]:
         observations = torch.from_numpy(self.domain.observe(states)).to(self.device)
-        was_training = self.network.training
-        self.network.eval()
-        try:
-            with torch.inference_mode():
-                logits, heuristic = self.network(observations)
-        finally:
-            self.network.train(was_training)
+        if self.network.training:
+            self.network.eval()
+        with torch.inference_mode():
+            logits, heuristic = self.network(observations)
         log_policy = None if logits is None else torch.log_softmax(logits, dim=1).double().cpu().numpy()
         values = None if heuristic is None else heuristic.double().cpu().numpy()
         return log_policy, values
