@@ -63,6 +63,7 @@ _WALKABLE = frozenset({EMPTY, DIRT})
 _LANDABLE = frozenset({EMPTY, DIRT, DIAMOND, EXIT_OPEN, *KEYS})
 _DIAMONDS = frozenset({DIAMOND, DIAMOND_FALLING})
 _KEY_GATE = {key: (closed, opened) for key, closed, opened in zip(KEYS, CLOSED_GATES, OPEN_GATES, strict=True)}
+_ENTERABLE = _WALKABLE | _DIAMONDS | frozenset(KEYS) | {EXIT_OPEN}
 _DIRT_TO_EMPTY = bytes.maketrans(bytes([DIRT]), bytes([EMPTY]))
 
 _COLOURS = ((220, 50, 50), (50, 100, 230), (40, 170, 70), (235, 200, 30))
@@ -145,30 +146,22 @@ class BoulderDash(Domain[BoulderDashState]):
         if code in OPEN_GATES:
             target = moves[target]
             code = grid[target] if target >= 0 else BRICK_WALL
-            if code not in _LANDABLE:
-                return self._open_exit(state)
-        elif code not in _WALKABLE and code not in _DIAMONDS and code not in _KEY_GATE and code != EXIT_OPEN:
-            return self._open_exit(state)
+            enterable = code in _LANDABLE
+        else:
+            enterable = code in _ENTERABLE
+        if not enterable:  # the agent stays; only the end-of-step scan can change the grid
+            opened = _open_exit(grid, state.gems, state.board.extra)
+            return state if opened is grid else BoulderDashState(opened, state.agent, state.gems, state.board)
         new = bytearray(grid)
         new[state.agent] = EMPTY
         gems = state.gems
         if code in _DIAMONDS:
             gems += 1
         elif code in _KEY_GATE:
-            closed, opened = _KEY_GATE[code]
-            new = bytearray(bytes(new).replace(bytes([closed]), bytes([opened])))
+            closed, opened_gate = _KEY_GATE[code]
+            new = new.replace(bytes([closed]), bytes([opened_gate]))
         new[target] = AGENT_IN_EXIT if code == EXIT_OPEN else AGENT
-        if gems >= state.board.extra:
-            new = bytearray(bytes(new).replace(bytes([EXIT_CLOSED]), bytes([EXIT_OPEN])))
-        return BoulderDashState(bytes(new), target, gems, state.board)
-
-    @staticmethod
-    def _open_exit(state: BoulderDashState) -> BoulderDashState:
-        """The end-of-step scan when the agent did not move: only the exit can change."""
-        if state.gems >= state.board.extra and EXIT_CLOSED in state.grid:
-            grid = state.grid.replace(bytes([EXIT_CLOSED]), bytes([EXIT_OPEN]))
-            return BoulderDashState(grid, state.agent, state.gems, state.board)
-        return state
+        return BoulderDashState(_open_exit(bytes(new), gems, state.board.extra), target, gems, state.board)
 
     def is_goal(self, state: BoulderDashState) -> bool:
         return state.grid[state.agent] == AGENT_IN_EXIT
@@ -234,6 +227,16 @@ class BoulderDash(Domain[BoulderDashState]):
         if not 0.0 <= dirt <= 1.0:
             raise ValueError("dirt is a probability between 0 and 1")
         return self.parse([SIZE, SIZE, diamonds, *_generate_cells(seed, keys, diamonds, decoy, dirt)])
+
+
+def _open_exit(grid: bytes, gems: int, required: int) -> bytes:
+    """The end-of-step scan (gravity off): the closed exit opens once enough diamonds are collected.
+
+    Returns `grid` itself when nothing changes.
+    """
+    if gems >= required and EXIT_CLOSED in grid:
+        return grid.replace(bytes([EXIT_CLOSED]), bytes([EXIT_OPEN]))
+    return grid
 
 
 # -- the generator's fixed map: five rooms (four corner rooms and a central ring) -------

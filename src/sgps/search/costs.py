@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -89,7 +88,6 @@ class Algorithm:
     uses_heuristic: bool
     goal_test_at_expansion: bool = False
     reopen: bool = False
-    options: dict[str, Any] = field(default_factory=dict)
 
 
 def make_algorithm(name: str, *, weight: float = 1.5, plus_one: bool = False) -> Algorithm:
@@ -99,7 +97,7 @@ def make_algorithm(name: str, *, weight: float = 1.5, plus_one: bool = False) ->
         def cost(g: int, log_pi: float, h: float) -> float:
             return levin_cost(g, log_pi, h, plus_one=plus_one)
 
-        return Algorithm("levin", cost, uses_policy=True, uses_heuristic=False, options={"plus_one": plus_one})
+        return Algorithm("levin", cost, uses_policy=True, uses_heuristic=False)
     if name == "phs":
         return Algorithm("phs", phs_cost, uses_policy=True, uses_heuristic=True)
     if name == "wastar":
@@ -109,7 +107,7 @@ def make_algorithm(name: str, *, weight: float = 1.5, plus_one: bool = False) ->
         def weighted(g: int, log_pi: float, h: float) -> float:
             return wastar_cost(g, log_pi, h, weight=weight)
 
-        return Algorithm("wastar", weighted, uses_policy=False, uses_heuristic=True, options={"weight": weight})
+        return Algorithm("wastar", weighted, uses_policy=False, uses_heuristic=True)
     if name == "astar":
         return Algorithm(
             "astar", astar_cost, uses_policy=False, uses_heuristic=True, goal_test_at_expansion=True, reopen=True

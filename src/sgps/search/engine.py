@@ -32,7 +32,7 @@ from __future__ import annotations
 import heapq
 import time
 from array import array
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -224,18 +224,17 @@ class BestFirstSearch(Generic[S]):
         states = actions = log_prob = None
         if status == "solved":
             nodes: list[int] = []
-            node = goal_parent
-            while node is not None and node >= 0:
+            node = -1 if goal_parent is None else goal_parent
+            while node >= 0:
                 nodes.append(node)
                 node = self._parent[node]
             nodes.reverse()
             states = [self._states[n] for n in nodes]
             actions = [self._action[n] for n in nodes[1:]]
-            if goal_state is not None and goal_parent is not None:
+            if goal_state is not None:  # the goal was found at generation (or is the root)
                 states.append(goal_state)
-                actions.append(goal_action)
-            elif goal_state is not None:
-                states = [goal_state]
+                if goal_parent is not None:
+                    actions.append(goal_action)
             if self.algorithm.uses_policy and goal_parent is not None:
                 log_prob = self._log_p[goal_parent]
                 if goal_action >= 0:
@@ -267,7 +266,3 @@ class BestFirstSearch(Generic[S]):
             depths=np.frombuffer(self._g, dtype=np.int32).copy(),
             rediscovered=np.ascontiguousarray(edges, dtype=np.int32),
         )
-
-    def graph_nodes(self) -> Sequence[S]:
-        """The states of the generated nodes so far, by id (for inspection and tests)."""
-        return self._states

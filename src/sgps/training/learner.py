@@ -46,32 +46,33 @@ class FlatLearner:
             network.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
         )
 
-    def loss(self, samples: PathSamples, index: torch.Tensor) -> torch.Tensor:
-        """The loss of the samples at `index` (a LongTensor)."""
-        device = next(self.network.parameters()).device
-        observations = torch.from_numpy(samples.observations[index.numpy()]).to(device)
-        logits, heuristic = self.network(observations)
-        total = torch.zeros((), device=device)
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The loss of one minibatch (tensors keyed as `PathSamples` fields, on the network's device)."""
+        logits, heuristic = self.network(batch["observations"])
+        total = torch.zeros((), device=batch["observations"].device)
         if logits is not None:
-            actions = torch.from_numpy(samples.actions[index.numpy()]).to(device)
-            weights = torch.from_numpy(samples.weights[index.numpy()]).to(device)
-            total = total + levin_loss(logits, actions, weights)
+            total = total + levin_loss(logits, batch["actions"], batch["weights"])
         if heuristic is not None:
-            targets = torch.from_numpy(samples.cost_to_go[index.numpy()]).to(device)
-            total = total + heuristic_loss(heuristic, targets)
+            total = total + heuristic_loss(heuristic, batch["cost_to_go"])
         return total
 
     def update(self, samples: PathSamples | None) -> float | None:
         """One Bootstrap update; the mean minibatch loss, or None when there is nothing to learn."""
         if samples is None or len(samples) == 0:
             return None
+        device = next(self.network.parameters()).device
+        tensors = {
+            name: torch.from_numpy(getattr(samples, name)).to(device)
+            for name in ("observations", "actions", "weights", "cost_to_go")
+        }
         self.network.train()
         losses = []
         for _ in range(self.config.epochs):
-            order = torch.randperm(len(samples), generator=self.generator)
+            order = torch.randperm(len(samples), generator=self.generator).to(device)
             for start in range(0, len(samples), self.config.minibatch):
+                index = order[start : start + self.config.minibatch]
                 self.optimizer.zero_grad()
-                loss = self.loss(samples, order[start : start + self.config.minibatch])
+                loss = self.loss({name: tensor[index] for name, tensor in tensors.items()})
                 loss.backward()
                 self.optimizer.step()
                 losses.append(loss.item())

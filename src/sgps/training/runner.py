@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,9 +41,7 @@ def train(
             raise ConfigError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
         config = resolve_config(preset, config_file, overrides)
     levels = read_levels(problems, domain or (config.run.domain if resume else None))
-    settings = {**config.as_dict()}
-    settings["run"] = {**settings["run"], "domain": levels.domain.name}
-    config = resolve_config("paper", None, settings)
+    config = dataclasses.replace(config, run=dataclasses.replace(config.run, domain=levels.domain.name))
     states = levels.states()
     if validation is not None:
         train_levels, validation_levels = states, read_levels(validation, levels.domain.name).states()
