@@ -1,6 +1,7 @@
-"""Search throughput with a network: flat PHS*(π) at the `cpu` preset, per domain and mode.
+"""Search throughput with a network: PHS*(π) and PHS*(π^SG) at the `cpu` preset, per domain and mode.
 
-For each domain and each evaluation mode (exact: batch 1; buffered-32; lockstep-32)
+For each domain, algorithm (flat `phs`; `phs-sg` with code or state conditioning)
+and evaluation mode (exact: batch 1; buffered-32; lockstep-32)
 this prints expansions/s and evaluated states/s during search, the mean evaluation
 batch the mode produced, the network's bare forward throughput (samples/s, inference
 mode, observations ready) at that batch size, and
@@ -8,10 +9,14 @@ mode, observations ready) at that batch size, and
     search efficiency = evaluated states/s during search / bare forward samples/s
 
 (1.0: the search costs nothing beyond inference). Target: >= 0.8 in lockstep mode.
-The network is untrained (randomly initialised): throughput does not depend on the
-weights. One thread is used throughout. Usage::
+For π^SG the "forward" is everything one evaluation runs: the K-code high-level and
+conditional policies (and, with state conditioning, the K decoded subgoals), the
+unconditional network and the mixture. It also prints the per-expansion cost ratio
+phs-sg / phs in each mode (the paper's rig: about 2-4x). The networks are untrained
+(randomly initialised): throughput does not depend on the weights. One thread is
+used throughout. Usage::
 
-    python benchmarks/throughput.py [--domains tsp,boxworld] [--budget 1000]
+    python benchmarks/throughput.py [--domains tsp,boxworld] [--algorithms phs,phs-sg-code] [--budget 1000]
 """
 
 from __future__ import annotations
@@ -27,10 +32,13 @@ from sgps.domains import domain_names, get_domain
 from sgps.domains.generation import generate_levels, resolve_params
 from sgps.search import BestFirstSearch, run, run_lockstep
 from sgps.training.config import resolve_config
-from sgps.training.setup import build_flat_method
+from sgps.training.setup import build_method
 
 LOCKSTEP_N = 32
 EFFICIENCY_TARGET = 0.8
+MODES = ("exact", "buffered-32", "lockstep-32")
+#: Benchmarked variants: (run.algorithm, subgoal.conditioning).
+VARIANTS = {"phs": ("phs", "code"), "phs-sg-code": ("phs-sg", "code"), "phs-sg-state": ("phs-sg", "state")}
 
 
 class CountingEvaluator:
@@ -47,32 +55,41 @@ class CountingEvaluator:
         return self.evaluator(states)
 
 
-def bare_forward(network: torch.nn.Module, observations: torch.Tensor, batch: int, seconds: float = 1.0) -> float:
-    """Samples/s of the network's forward pass at `batch` (inference mode, observations ready)."""
+def bare_forward(forward: Any, observations: torch.Tensor, batch: int, seconds: float = 1.0) -> float:
+    """Samples/s of `forward` at `batch` (inference mode, observations ready)."""
     batch = max(1, min(batch, len(observations)))
     chunk = observations[:batch]
-    network.eval()
     done = 0
     with torch.inference_mode():
-        network(chunk)
+        forward(chunk)
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
-            network(chunk)
+            forward(chunk)
             done += batch
     return done / (time.perf_counter() - start)
 
 
-def measure(name: str, budget: int, seed: int) -> list[tuple[str, float, float, float, float]]:
-    """(mode, expansions/s, evaluated states/s, mean batch, efficiency) for one domain."""
+def measure(name: str, variant: str, budget: int, seed: int) -> list[tuple[str, float, float, float, float]]:
+    """(mode, expansions/s, evaluated states/s, mean batch, efficiency) for one domain and variant."""
     domain = get_domain(name)
     levels = generate_levels(domain, resolve_params(domain, "standard"), seed, LOCKSTEP_N)
-    config = resolve_config("cpu", overrides={"run": {"device": "cpu"}})
-    method = build_flat_method(domain, levels[0], config)
-    network = method.learner.network
+    algorithm, conditioning = VARIANTS[variant]
+    overrides = {"run": {"device": "cpu", "algorithm": algorithm}, "subgoal": {"conditioning": conditioning}}
+    method = build_method(domain, levels[0], resolve_config("cpu", overrides=overrides))
+    evaluator_of_method = method.evaluator()
+    if algorithm == "phs":
+        network = method.learner.network.eval()
+        forward = network
+    else:
+        model = method.model.eval()
+
+        def forward(x: torch.Tensor) -> Any:
+            return model(x, evaluator_of_method.alpha, evaluator_of_method.mixture)
+
     observations = torch.from_numpy(domain.observe(levels * 4))
     rows = []
-    for mode in ("exact", "buffered-32", "lockstep-32"):
-        evaluator = CountingEvaluator(method.evaluator())
+    for mode in MODES:
+        evaluator = CountingEvaluator(evaluator_of_method)
         start = time.perf_counter()
         if mode == "lockstep-32":
             searches = [BestFirstSearch(domain, level, method.algorithm, budget=budget) for level in levels]
@@ -87,23 +104,37 @@ def measure(name: str, budget: int, seed: int) -> list[tuple[str, float, float, 
         expanded = sum(r.expanded for r in results)
         mean_batch = evaluator.states / evaluator.calls
         state_rate = evaluator.states / elapsed
-        forward = bare_forward(network, observations, round(mean_batch))
-        rows.append((mode, expanded / elapsed, state_rate, mean_batch, state_rate / forward))
+        forward_rate = bare_forward(forward, observations, round(mean_batch))
+        rows.append((mode, expanded / elapsed, state_rate, mean_batch, state_rate / forward_rate))
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--domains", default=",".join(domain_names()), help="comma-separated domain names")
+    parser.add_argument("--algorithms", default=",".join(VARIANTS), help=f"comma-separated, from {', '.join(VARIANTS)}")
     parser.add_argument("--budget", type=int, default=1000, help="expansion budget per search")
     parser.add_argument("--seed", type=int, default=2000)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print(f"flat PHS*(pi), cpu preset, budget {args.budget}; target efficiency >= {EFFICIENCY_TARGET} in lockstep")
-    print(f"{'domain':<12} {'mode':<12} {'exp/s':>9} {'states/s':>9} {'batch':>6} {'efficiency':>10}")
+    variants = args.algorithms.split(",")
+    print(f"cpu preset, budget {args.budget}; target efficiency >= {EFFICIENCY_TARGET} in lockstep")
+    print(f"{'domain':<12} {'algorithm':<13} {'mode':<12} {'exp/s':>9} {'states/s':>9} {'batch':>6} {'efficiency':>10}")
+    rates: dict[tuple[str, str, str], float] = {}
     for name in args.domains.split(","):
-        for mode, expansions, states, batch, efficiency in measure(name, args.budget, args.seed):
-            print(f"{name:<12} {mode:<12} {expansions:>9,.0f} {states:>9,.0f} {batch:>6.1f} {efficiency:>10.2f}")
+        for variant in variants:
+            for mode, expansions, states, batch, efficiency in measure(name, variant, args.budget, args.seed):
+                rates[name, variant, mode] = expansions
+                print(f"{name:<12} {variant:<13} {mode:<12} {expansions:>9,.0f} {states:>9,.0f} {batch:>6.1f} "
+                      f"{efficiency:>10.2f}")  # fmt: skip
+    if "phs" in variants and len(variants) > 1:
+        print("\nper-expansion cost ratio (phs-sg time per expansion / phs time per expansion)")
+        for name in args.domains.split(","):
+            for variant in [v for v in variants if v != "phs"]:
+                ratios = "  ".join(
+                    f"{mode} {rates[name, 'phs', mode] / rates[name, variant, mode]:.2f}x" for mode in MODES
+                )
+                print(f"{name:<12} {variant:<13} {ratios}")
 
 
 if __name__ == "__main__":

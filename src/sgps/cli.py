@@ -22,6 +22,7 @@ from sgps.domains.render import write_png
 from sgps.errors import ConfigError, SgpsError
 from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
 from sgps.training import runner
+from sgps.training.config import ALGORITHMS
 from sgps.training.testing import run_test
 
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
@@ -82,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     train_cmd.add_argument("--problems", required=True, type=Path, help="training level file or folder")
     train_cmd.add_argument("--out", required=True, type=Path, help="run directory")
     train_cmd.add_argument("--domain", help="domain of the level files (when they do not name it)")
-    train_cmd.add_argument("--algorithm", choices=("phs", "levin", "wastar"), help="default: phs")
+    train_cmd.add_argument("--algorithm", choices=ALGORITHMS, help="default: phs")
     train_cmd.add_argument("--validation", type=Path, help="validation levels (default: a split of --problems)")
     train_cmd.add_argument("--config", type=Path, help="TOML file with [run] [network] [learner] [bootstrap]")
     train_cmd.add_argument("--preset", choices=("tiny", "cpu", "paper"), default="cpu", help="default: cpu")
@@ -90,6 +91,17 @@ def build_parser() -> argparse.ArgumentParser:
     train_cmd.add_argument("--device", choices=("cpu", "cuda", "auto"), help="default: auto")
     train_cmd.add_argument("--max-iterations", type=int, help="passes over the training problems")
     train_cmd.add_argument("--time-limit", type=float, metavar="MIN", help="wall-clock limit in minutes")
+    subgoal = train_cmd.add_argument_group("subgoal-guided policies (phs-sg, levin-sg)")
+    subgoal.add_argument(
+        "--no-failed-trees", dest="failed_trees", action="store_false", default=None,
+        help="learn subgoals from solution paths only (the paper's ablation)",
+    )  # fmt: skip
+    subgoal.add_argument("--codebook-size", type=int, metavar="K", help="number of subgoal codes (default: 4)")
+    subgoal.add_argument(
+        "--cluster-level", type=int, metavar="L", help="hierarchy level pairs are drawn from (default 0: ⌊L/2⌋-1)"
+    )
+    subgoal.add_argument("--conditioning", choices=("code", "state"), help="condition on codes or decoded subgoals")
+    subgoal.add_argument("--mixture", choices=("geometric", "arithmetic"), help="how π^SG mixes (default: geometric)")
     train_cmd.add_argument("--resume", action="store_true", help="continue the run in --out")
     train_cmd.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -99,6 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
     test_cmd.add_argument("--budget", type=int, default=4000, help="first-round budget (default: 4000)")
     test_cmd.add_argument("--rounds", type=int, default=1, help="rounds, doubling the budget (default: 1)")
     test_cmd.add_argument("--checkpoint", default="best", help="best, last, or a checkpoint path (default: best)")
+
+    subgoals = commands.add_parser("subgoals", help="draw a state beside the K subgoals a trained π^SG proposes")
+    subgoals.add_argument("run", type=Path, help="run directory of a phs-sg or levin-sg run")
+    subgoals.add_argument("--problems", required=True, type=Path, help="level file or folder")
+    subgoals.add_argument("--index", type=int, default=0, help="which level, counting from 0 (default: 0)")
+    subgoals.add_argument("--png", required=True, type=Path, help="picture to write")
+    subgoals.add_argument("--checkpoint", default="best", help="best, last, or a checkpoint path (default: best)")
 
     demo = commands.add_parser("demo", help="generate, solve and draw a few levels of each domain")
     demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output folder (default: runs/demo)")
@@ -226,8 +245,13 @@ def _best_first(args: argparse.Namespace, domain: Any, level: Level) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    overrides: dict[str, dict[str, object]] = {"run": {}, "bootstrap": {}}
+    overrides: dict[str, dict[str, object]] = {"run": {}, "bootstrap": {}, "subgoal": {}}
     for section, key, value in (
+        ("subgoal", "failed_trees", args.failed_trees),
+        ("subgoal", "codebook_size", args.codebook_size),
+        ("subgoal", "cluster_level", args.cluster_level),
+        ("subgoal", "conditioning", args.conditioning),
+        ("subgoal", "mixture", args.mixture),
         ("run", "algorithm", args.algorithm),
         ("run", "device", args.device),
         ("bootstrap", "seed", args.seed),
@@ -259,6 +283,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_test(args: argparse.Namespace) -> int:
     summary = runner.test(args.run, args.problems, budget=args.budget, rounds=args.rounds, checkpoint=args.checkpoint)
     print(summary.table_row())
+    return 0
+
+
+def cmd_subgoals(args: argparse.Namespace) -> int:
+    view = runner.subgoals(args.run, args.problems, index=args.index, checkpoint=args.checkpoint)
+    write_png(args.png, view.figure())
+    ranked = sorted(enumerate(view.probabilities), key=lambda item: -item[1])
+    print("  ".join(f"code {k}: p={p:.3f}" for k, p in ranked) + f" -> {args.png}")
     return 0
 
 
@@ -332,6 +364,7 @@ COMMANDS = {
     "solve": cmd_solve,
     "train": cmd_train,
     "test": cmd_test,
+    "subgoals": cmd_subgoals,
     "demo": cmd_demo,
 }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any, Protocol
 
 import torch
 from safetensors import SafetensorError
@@ -18,24 +19,35 @@ from safetensors.torch import load, save
 
 from sgps.errors import CheckpointError
 from sgps.fileio import atomic_write_bytes
-from sgps.models.flat import FlatNetwork
 
 ARCHITECTURE_KEY = "sgps.architecture"
 
 
-def architecture(network: FlatNetwork) -> str:
+class ConfiguredModule(Protocol):
+    """A torch module that keeps its architecture in a dataclass `config` (every sgps network)."""
+
+    config: Any
+
+    def state_dict(self) -> dict[str, torch.Tensor]: ...
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> Any: ...
+
+    def parameters(self) -> Any: ...
+
+
+def architecture(network: ConfiguredModule) -> str:
     """The canonical JSON description of `network`'s architecture."""
     return json.dumps({"class": type(network).__name__, **dataclasses.asdict(network.config)}, sort_keys=True)
 
 
-def save_checkpoint(path: str | Path, network: FlatNetwork, metadata: dict[str, str] | None = None) -> None:
+def save_checkpoint(path: str | Path, network: ConfiguredModule, metadata: dict[str, str] | None = None) -> None:
     """Write `network`'s tensors and architecture to `path` (temporary file, then rename)."""
     tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in network.state_dict().items()}
     data = save(tensors, metadata={**(metadata or {}), ARCHITECTURE_KEY: architecture(network)})
     atomic_write_bytes(path, data)
 
 
-def load_checkpoint(path: str | Path, network: FlatNetwork) -> dict[str, str]:
+def load_checkpoint(path: str | Path, network: ConfiguredModule) -> dict[str, str]:
     """Load the tensors at `path` into `network`; return the checkpoint's metadata."""
     file = Path(path)
     try:
@@ -79,5 +91,5 @@ def _difference(saved: str, expected: str) -> str:
     return "; ".join(changed) or "unrecognised fields"
 
 
-def _device(network: FlatNetwork) -> torch.device:
+def _device(network: ConfiguredModule) -> torch.device:
     return next(network.parameters()).device

@@ -10,6 +10,7 @@ import torch
 
 from sgps.domains.base import Domain
 from sgps.models.flat import FlatNetwork
+from sgps.models.subgoal import SubgoalModel
 
 
 class NetworkEvaluator:
@@ -35,3 +36,33 @@ class NetworkEvaluator:
         log_policy = None if logits is None else torch.log_softmax(logits, dim=1).double().cpu().numpy()
         values = None if heuristic is None else heuristic.double().cpu().numpy()
         return log_policy, values
+
+
+class SubgoalEvaluator:
+    """Observations -> (log π^SG [B, |A|], h [B]) as numpy, in inference mode.
+
+    `alpha` (the unconditional weight) and `mixture` are attributes so a method can
+    switch between the training value (0.25) and the test value (0.5) of α.
+    """
+
+    def __init__(
+        self,
+        domain: Domain[Any],
+        model: SubgoalModel,
+        alpha: float,
+        mixture: str = "geometric",
+        device: str | torch.device = "cpu",
+    ) -> None:
+        self.domain = domain
+        self.model = model
+        self.alpha = alpha
+        self.mixture = mixture
+        self.device = torch.device(device)
+
+    def __call__(self, states: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+        observations = torch.from_numpy(self.domain.observe(states)).to(self.device)
+        if self.model.training:
+            self.model.eval()
+        with torch.inference_mode():
+            log_policy, heuristic = self.model(observations, self.alpha, self.mixture)
+        return log_policy.double().cpu().numpy(), heuristic.double().cpu().numpy()

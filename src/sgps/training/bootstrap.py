@@ -35,6 +35,7 @@ from sgps.search.drivers import search_lockstep
 from sgps.search.engine import SearchResult
 from sgps.search.evaluators import Evaluator
 from sgps.training.budget import Budgets, PassOutcome, get_schedule
+from sgps.training.randomness import numpy_state, restore_numpy_state
 from sgps.training.rundir import RunDirectory
 
 
@@ -43,16 +44,31 @@ class Method(Protocol):
 
     algorithm: Algorithm
     needs_graphs: bool  # whether `learn` wants the search graphs of failed searches
+    report_columns: tuple[str, ...]  # the keys of what `learn` reports (metrics/learning.csv)
 
-    def evaluator(self) -> Evaluator: ...
+    def evaluator(self) -> Evaluator:
+        """The evaluator of training and validation searches."""
+        ...
 
-    def learn(self, domain: Domain[Any], results: Sequence[SearchResult]) -> float | None: ...
+    def test_evaluator(self) -> Evaluator:
+        """The evaluator of test searches (π^SG weights its unconditional policy differently there)."""
+        ...
+
+    def learn(self, domain: Domain[Any], results: Sequence[SearchResult]) -> dict[str, Any]:
+        """One model update from a batch of searches; a report keyed by `report_columns`."""
+        ...
 
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
-    def save_model(self, path: Path) -> None: ...
+    def save_model(self, path: Path) -> None:
+        """Write the model's weights (a safetensors checkpoint)."""
+        ...
+
+    def load_model(self, path: Path) -> None:
+        """Load weights written by `save_model`; `CheckpointError` if they do not fit."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -183,16 +199,17 @@ class Bootstrap:
                 state.solved.add(problem)
                 state.pass_successes += 1
                 state.pass_success_expansions += result.expanded
-        loss = self.method.learn(self.domain, results)
+        report = self.method.learn(self.domain, results)
         outstanding = len(self.train) - len(state.solved)
+        where = {"iteration": state.iteration, "batch": batch}
         self.run_dir.append(
-            "outstanding",
-            [{"iteration": state.iteration, "batch": batch, "cumulative_expansions": state.cumulative_expansions,
-              "outstanding": outstanding, "loss": loss}],
-        )  # fmt: skip
+            "outstanding", [{**where, "cumulative_expansions": state.cumulative_expansions, "outstanding": outstanding}]
+        )
+        self.run_dir.append("learning", [{**where, **report}])
+        losses = ", ".join(f"{k} {v:.4g}" for k, v in report.items() if k.startswith("loss") and v is not None)
         self.run_dir.log(
             f"iteration {state.iteration} batch {batch}: solved {sum(r.solved for r in results)}/{len(ids)}, "
-            f"budget {state.train_budget}, outstanding {outstanding}, loss {loss}"
+            f"budget {state.train_budget}, outstanding {outstanding}; {losses or 'no update'}"
         )
 
     def _end_of_pass(self) -> None:
@@ -274,7 +291,7 @@ class Bootstrap:
         payload = {
             "loop": state,
             "method": self.method.state_dict(),
-            "rng": _numpy_state(self.rng),
+            "rng": numpy_state(self.rng),
             "rows": self.run_dir.row_counts(),
         }
         buffer = io.BytesIO()
@@ -296,26 +313,5 @@ class Bootstrap:
         loop["validation_solved"] = set(loop["validation_solved"])
         self.state = LoopState(**loop)
         self.method.load_state_dict(payload["method"])
-        self.rng.bit_generator.state = _numpy_state_from(payload["rng"])
+        restore_numpy_state(self.rng, payload["rng"])
         self.run_dir.truncate(payload["rows"])
-
-
-def _numpy_state(rng: np.random.Generator) -> dict[str, Any]:
-    """The generator's state with its 128-bit integers as strings (for a weights-only checkpoint)."""
-    state = rng.bit_generator.state
-    return {
-        "bit_generator": state["bit_generator"],
-        "state": str(state["state"]["state"]),
-        "inc": str(state["state"]["inc"]),
-        "has_uint32": state["has_uint32"],
-        "uinteger": state["uinteger"],
-    }
-
-
-def _numpy_state_from(saved: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "bit_generator": saved["bit_generator"],
-        "state": {"state": int(saved["state"]), "inc": int(saved["inc"])},
-        "has_uint32": saved["has_uint32"],
-        "uinteger": saved["uinteger"],
-    }

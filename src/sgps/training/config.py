@@ -1,8 +1,10 @@
 """Run configuration: presets, TOML files and command-line overrides, checked key by key.
 
-A configuration has three sections, each a dataclass: ``[network]``
-(`NetworkSettings`), ``[learner]`` (`LearnerConfig`) and ``[bootstrap]``
-(`BootstrapConfig`), plus ``[run]`` (`RunSettings`). Resolution order: the preset's
+A configuration has sections, each a dataclass: ``[run]`` (`RunSettings`),
+``[network]`` (`NetworkSettings`, the flat baselines' network), ``[learner]``
+(`LearnerConfig`), ``[bootstrap]`` (`BootstrapConfig`) and ``[subgoal]``
+(`SubgoalSettings`, the π^SG networks and how they learn; read by phs-sg and
+levin-sg only). Resolution order: the preset's
 values, then the TOML file, then command-line flags. The resolved configuration is
 written to the run directory's ``config.toml``.
 """
@@ -19,6 +21,7 @@ from typing import Any
 from sgps.errors import ConfigError
 from sgps.training.bootstrap import BootstrapConfig
 from sgps.training.learner import LearnerConfig
+from sgps.training.subgoal_learner import SubgoalSettings
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,11 @@ SECTIONS: dict[str, type] = {
     "network": NetworkSettings,
     "learner": LearnerConfig,
     "bootstrap": BootstrapConfig,
+    "subgoal": SubgoalSettings,
 }
+
+#: Algorithms `sgps train` knows: the flat baselines and the subgoal-guided policies.
+ALGORITHMS = ("phs", "levin", "wastar", "phs-sg", "levin-sg")
 
 #: Presets: `tiny` for tests (seconds), `cpu` for a CPU-only machine, `paper` the reference sizes.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
@@ -53,11 +60,32 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "network": {"channels": 8, "blocks": 1},
         "learner": {"learning_rate": 3e-3, "epochs": 3, "minibatch": 64},
         "bootstrap": {"batch_size": 16, "initial_budget": 500, "max_iterations": 3},
+        "subgoal": {
+            "code_dim": 16,
+            "vq_channels": 8,
+            "vq_blocks": 1,
+            "channels": 8,
+            "blocks": 1,
+            "hidden": 32,
+            "unconditional_channels": 8,
+            "unconditional_blocks": 1,
+            "vq_minibatch": 32,
+        },
     },
     "cpu": {
         "network": {"channels": 32, "blocks": 2},
         "learner": {"learning_rate": 1e-3},
         "bootstrap": {"initial_budget": 2000, "max_iterations": 10},
+        "subgoal": {
+            "code_dim": 32,
+            "vq_channels": 32,
+            "vq_blocks": 2,
+            "channels": 32,
+            "blocks": 2,
+            "hidden": 128,
+            "unconditional_channels": 32,
+            "unconditional_blocks": 2,
+        },
     },
     "paper": {},
 }
@@ -71,6 +99,7 @@ class TrainConfig:
     network: NetworkSettings
     learner: LearnerConfig
     bootstrap: BootstrapConfig
+    subgoal: SubgoalSettings
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
         return {name: dataclasses.asdict(getattr(self, name)) for name in SECTIONS}
@@ -100,9 +129,12 @@ def resolve_config(
                     raise ConfigError(f"{origin}: unknown key {section}.{key} (keys: {', '.join(fields)})")
                 values[section][key] = _checked(origin, section, key, value, fields[key].default)
     try:
-        return TrainConfig(**{name: cls(**values[name]) for name, cls in SECTIONS.items()})
+        config = TrainConfig(**{name: cls(**values[name]) for name, cls in SECTIONS.items()})
     except ValueError as error:
         raise ConfigError(f"bad configuration: {error}") from None
+    if config.run.algorithm not in ALGORITHMS:
+        raise ConfigError(f"run.algorithm must be one of {', '.join(ALGORITHMS)}, not {config.run.algorithm!r}")
+    return config
 
 
 def _read_toml(file: Path) -> dict[str, Any]:

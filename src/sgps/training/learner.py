@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from sgps.domains.base import Domain
-from sgps.models.checkpoint import save_checkpoint
+from sgps.models.checkpoint import load_checkpoint, save_checkpoint
 from sgps.models.evaluator import NetworkEvaluator
 from sgps.models.flat import FlatNetwork
 from sgps.models.losses import heuristic_loss, levin_loss
@@ -86,6 +86,7 @@ class FlatMethod:
     """
 
     needs_graphs = False
+    report_columns = ("loss",)
 
     def __init__(self, domain: Domain[Any], algorithm: Algorithm, learner: FlatLearner) -> None:
         self.domain = domain
@@ -96,8 +97,11 @@ class FlatMethod:
     def evaluator(self) -> NetworkEvaluator:
         return self._evaluator
 
-    def learn(self, domain: Domain[Any], results: Sequence[SearchResult]) -> float | None:
-        return self.learner.update(solution_samples(domain, results))
+    def test_evaluator(self) -> NetworkEvaluator:
+        return self._evaluator
+
+    def learn(self, domain: Domain[Any], results: Sequence[SearchResult]) -> dict[str, float | None]:
+        return {"loss": self.learner.update(solution_samples(domain, results))}
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -113,3 +117,6 @@ class FlatMethod:
 
     def save_model(self, path: Path) -> None:
         save_checkpoint(path, self.learner.network)
+
+    def load_model(self, path: Path) -> None:
+        load_checkpoint(path, self.learner.network)

@@ -6,6 +6,7 @@ Layout::
     RUN/metrics/train.csv       one row per training search
     RUN/metrics/validate.csv    one row per validation search
     RUN/metrics/outstanding.csv cumulative expansions and outstanding problems, after every batch
+    RUN/metrics/learning.csv    what the method learned from every batch (losses, samples; method-specific)
     RUN/checkpoints/            latest.safetensors, best.safetensors, trainer.pt
     RUN/log.txt                 human-readable progress
 
@@ -29,15 +30,17 @@ SEARCH_COLUMNS = (
 METRICS: dict[str, Sequence[str]] = {
     "train": SEARCH_COLUMNS,
     "validate": SEARCH_COLUMNS,
-    "outstanding": ("iteration", "batch", "cumulative_expansions", "outstanding", "loss"),
+    "outstanding": ("iteration", "batch", "cumulative_expansions", "outstanding"),
 }
 
 
 class RunDirectory:
     """Reads and writes the files of one run directory."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, learning_columns: Sequence[str] = ("loss",)) -> None:
+        """`learning_columns`: the columns of the method's per-batch report (`Method.report_columns`)."""
         self.path = Path(path)
+        self.columns: dict[str, Sequence[str]] = {**METRICS, "learning": ("iteration", "batch", *learning_columns)}
         self.metrics = self.path / "metrics"
         self.checkpoints = self.path / "checkpoints"
 
@@ -46,12 +49,12 @@ class RunDirectory:
         self.metrics.mkdir(parents=True, exist_ok=True)
         self.checkpoints.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.path / "config.toml", to_toml(config))
-        for name, columns in METRICS.items():
+        for name, columns in self.columns.items():
             atomic_write_text(self.metrics / f"{name}.csv", ",".join(columns) + "\n")
 
     def append(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append rows (dicts keyed by the file's columns) to metrics/NAME.csv."""
-        columns = METRICS[name]
+        columns = self.columns[name]
         with open(self.metrics / f"{name}.csv", "a", newline="") as handle:
             writer = csv.writer(handle)
             for row in rows:
@@ -59,7 +62,7 @@ class RunDirectory:
 
     def row_counts(self) -> dict[str, int]:
         """Data rows in each metrics file."""
-        return {name: len(self.read(name)) for name in METRICS}
+        return {name: len(self.read(name)) for name in self.columns}
 
     def read(self, name: str) -> list[dict[str, str]]:
         """The data rows of metrics/NAME.csv."""

@@ -1,4 +1,4 @@
-"""`sgps train` and `sgps test`: a run from level files to a run directory, and its test table."""
+"""`sgps train`, `sgps test`, `sgps subgoals`: train into a run directory, test it, look at its subgoals."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from tqdm import tqdm
 
 from sgps.domains.levels import read_levels
 from sgps.errors import ConfigError
-from sgps.models.checkpoint import load_checkpoint
 from sgps.training.bootstrap import Bootstrap, LoopState
 from sgps.training.config import TrainConfig, resolve_config
 from sgps.training.rundir import RunDirectory
-from sgps.training.setup import build_flat_method, split_problems
+from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, split_problems
+from sgps.training.subgoal_view import SubgoalView, decode_subgoals
 from sgps.training.testing import TestSummary, run_test
 
 
@@ -33,7 +33,6 @@ def train(
     quiet: bool = False,
 ) -> tuple[TrainConfig, LoopState]:
     """Train on the levels in `problems` into run directory `out` (or resume it)."""
-    run_dir = RunDirectory(out)
     if resume:
         config = resolve_config("paper", out / "config.toml")
     else:
@@ -49,7 +48,8 @@ def train(
         train_levels, validation_levels = split_problems(states, config.run.validation_fraction, config.bootstrap.seed)
     if not train_levels:
         raise ConfigError(f"{problems}: no training problems left after the validation split")
-    method = build_flat_method(levels.domain, train_levels[0], config)
+    method = build_method(levels.domain, train_levels[0], config)
+    run_dir = RunDirectory(out, method.report_columns)
     bootstrap = Bootstrap(levels.domain, train_levels, validation_levels, method, config.bootstrap, run_dir)
     if resume:
         bootstrap.resume()
@@ -79,19 +79,38 @@ def test(run: Path, problems: Path, *, budget: int = 4000, rounds: int = 1, chec
     config = resolve_config("paper", run / "config.toml")
     levels = read_levels(problems, config.run.domain)
     states = levels.states()
-    method = build_flat_method(levels.domain, states[0], config)
-    named = {"best": run / "checkpoints" / "best.safetensors", "last": run / "checkpoints" / "latest.safetensors"}
-    path = named.get(checkpoint, Path(checkpoint))
-    if checkpoint == "best" and not path.exists():
-        path = named["last"]
-    load_checkpoint(path, method.learner.network)
+    method = build_method(levels.domain, states[0], config)
+    method.load_model(_checkpoint_path(run, checkpoint))
     return run_test(
         levels.domain,
         states,
         method.algorithm,
-        method.evaluator(),
+        method.test_evaluator(),
         budget=budget,
         rounds=rounds,
         epsilon=config.bootstrap.epsilon,
         csv_path=run / "metrics" / f"test-{problems.stem}.csv",
     )
+
+
+def subgoals(run: Path, problems: Path, *, index: int = 0, checkpoint: str = "best") -> SubgoalView:
+    """The K subgoals a phs-sg / levin-sg run's generator proposes for level `index` of `problems`."""
+    config = resolve_config("paper", run / "config.toml")
+    if config.run.algorithm not in SUBGOAL_COSTS:
+        raise ConfigError(f"{run} trained {config.run.algorithm}, which has no subgoal generator (phs-sg, levin-sg)")
+    levels = read_levels(problems, config.run.domain)
+    if not 0 <= index < len(levels):
+        raise ConfigError(f"{problems} has {len(levels)} levels; --index {index} is out of range")
+    state = levels.levels[index].state
+    method = build_subgoal_method(levels.domain, state, config)
+    method.load_model(_checkpoint_path(run, checkpoint))
+    return decode_subgoals(levels.domain, method.model, state)
+
+
+def _checkpoint_path(run: Path, checkpoint: str) -> Path:
+    """`best` (falling back to the latest when no validation has run yet), `last`, or a path."""
+    named = {"best": run / "checkpoints" / "best.safetensors", "last": run / "checkpoints" / "latest.safetensors"}
+    path = named.get(checkpoint, Path(checkpoint))
+    if checkpoint == "best" and not path.exists():
+        path = named["last"]
+    return path

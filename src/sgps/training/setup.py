@@ -11,12 +11,17 @@ import torch
 from sgps.domains.base import Domain
 from sgps.errors import ConfigError
 from sgps.models.flat import FlatNetwork, FlatNetworkConfig
+from sgps.models.subgoal import SubgoalModel
 from sgps.search.costs import make_algorithm
+from sgps.training.bootstrap import Method
 from sgps.training.config import TrainConfig
 from sgps.training.learner import FlatLearner, FlatMethod
+from sgps.training.subgoal_learner import SubgoalLearner, SubgoalMethod
 
 #: The flat algorithms and the heads their network needs.
 FLAT_HEADS = {"phs": (True, True), "levin": (True, False), "wastar": (False, True)}
+#: The subgoal-guided algorithms and the search cost each uses.
+SUBGOAL_COSTS = {"phs-sg": "phs", "levin-sg": "levin"}
 
 
 def pick_device(name: str) -> torch.device:
@@ -28,6 +33,25 @@ def pick_device(name: str) -> torch.device:
     if name not in ("cpu", "cuda"):
         raise ConfigError(f"run.device must be cpu, cuda or auto, not {name!r}")
     return torch.device(name)
+
+
+def build_method(domain: Domain[Any], example: Any, config: TrainConfig) -> Method:
+    """The method `config.run.algorithm` names, its networks seeded with the run seed."""
+    if config.run.algorithm in SUBGOAL_COSTS:
+        return build_subgoal_method(domain, example, config)
+    return build_flat_method(domain, example, config)
+
+
+def build_subgoal_method(domain: Domain[Any], example: Any, config: TrainConfig) -> SubgoalMethod:
+    """PHS*(π^SG) or LevinTS(π^SG): the four π^SG networks, their learner and the method."""
+    torch.manual_seed(config.bootstrap.seed)
+    device = pick_device(config.run.device)
+    model_config = config.subgoal.model_config(domain.observation_shape(example), domain.num_actions)
+    model = SubgoalModel(model_config).to(device)
+    generator = torch.Generator().manual_seed(config.bootstrap.seed)
+    learner = SubgoalLearner(model, config.subgoal, config.learner, generator)
+    algorithm = make_algorithm(SUBGOAL_COSTS[config.run.algorithm])
+    return SubgoalMethod(domain, algorithm, learner, config.bootstrap.seed, device)
 
 
 def build_flat_method(domain: Domain[Any], example: Any, config: TrainConfig) -> FlatMethod:
@@ -58,4 +82,12 @@ def split_problems(levels: Sequence[Any], fraction: float, seed: int) -> tuple[l
     return [levels[i] for i in order[:cut]], [levels[i] for i in order[cut:]]
 
 
-__all__ = ["FLAT_HEADS", "build_flat_method", "pick_device", "split_problems"]
+__all__ = [
+    "FLAT_HEADS",
+    "SUBGOAL_COSTS",
+    "build_flat_method",
+    "build_method",
+    "build_subgoal_method",
+    "pick_device",
+    "split_problems",
+]

@@ -1,0 +1,127 @@
+"""The VQ-VAE subgoal generator (paper section 3; spec/algorithms.md 3.2).
+
+The encoder reads a state and a later state of the same trajectory stacked on the
+channels, (s, s_target), and maps the pair to a vector z_e. The quantizer snaps
+z_e to the nearest of K codebook vectors: the code of the pair, i.e. which *kind*
+of subgoal s_target is for s. The decoder maps (s, code vector) back to per-cell
+logits over the observation channels, so decoding s with each of the K codes
+gives the K subgoals the generator proposes for s.
+
+The codebook is learned with exponential moving averages (Sonnet-style, bias
+corrected, Laplace smoothed). It and its statistics are registered buffers updated
+*in place*, with their step counter, so a checkpoint holds the codebook that
+training used (the reference rebinds them and saves the initial codebook; quirk Q2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
+
+from sgps.models.resnet import ResNetTrunk
+
+
+class EMACodebook(nn.Module):
+    """K code vectors of dimension D, moved towards the mean of the encodings assigned to each."""
+
+    def __init__(self, size: int, dim: int, decay: float = 0.99, smoothing: float = 1e-5) -> None:
+        super().__init__()
+        self.decay = decay
+        self.smoothing = smoothing
+        bound = math.sqrt(3.0)
+        self.register_buffer("vectors", torch.empty(size, dim).uniform_(-bound, bound))
+        self.register_buffer("hidden_counts", torch.zeros(size))
+        self.register_buffer("hidden_sums", torch.zeros(size, dim))
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+
+    @property
+    def size(self) -> int:
+        return self.vectors.shape[0]
+
+    def nearest(self, encodings: torch.Tensor) -> torch.Tensor:
+        """Index of the closest code vector (squared Euclidean distance) for each row of [B, D]."""
+        return torch.cdist(encodings, self.vectors).argmin(dim=1)
+
+    @torch.no_grad()
+    def update(self, encodings: torch.Tensor, codes: torch.Tensor) -> None:
+        """One EMA step with the encodings of a minibatch and their assigned codes."""
+        assigned = F.one_hot(codes, self.size).to(encodings.dtype)  # [B, K]
+        self.steps += 1
+        # The hidden value moves towards the new value by (1 - decay) of the gap.
+        self.hidden_counts.sub_((self.hidden_counts - assigned.sum(0)) * (1.0 - self.decay))
+        self.hidden_sums.sub_((self.hidden_sums - assigned.T @ encodings) * (1.0 - self.decay))
+        correction = 1.0 - self.decay ** self.steps.item()
+        counts = self.hidden_counts / correction
+        sums = self.hidden_sums / correction
+        total = counts.sum()
+        smoothed = (counts + self.smoothing) / (total + self.size * self.smoothing) * total
+        self.vectors.copy_(sums / smoothed.unsqueeze(1))
+
+
+class VQVAE(nn.Module):
+    """Encoder on (s, s_target), EMA quantizer, decoder from (s, code vector) to per-cell logits."""
+
+    def __init__(
+        self,
+        observation_shape: tuple[int, int, int],
+        codebook_size: int = 4,
+        code_dim: int = 128,
+        channels: int = 128,
+        blocks: int = 4,
+        commitment: float = 0.25,
+    ) -> None:
+        super().__init__()
+        c, h, w = observation_shape
+        self.shape = observation_shape
+        self.commitment = commitment
+        self.encoder = ResNetTrunk(2 * c, channels, blocks)
+        self.to_code = nn.Linear(channels, code_dim)
+        self.codebook = EMACodebook(codebook_size, code_dim)
+        self.state_in = nn.Conv2d(c, c, 3, padding=1)
+        self.code_in = nn.Linear(code_dim, h * w)
+        self.decoder = ResNetTrunk(c + 1, channels, blocks)
+        self.decoder_out = nn.Conv2d(channels, c, 3, padding=1)
+
+    def encode(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """z_e [B, D] of each (state, target) pair."""
+        features = self.encoder(torch.cat([states, targets], dim=1))
+        return self.to_code(features.mean(dim=(2, 3)))
+
+    def decode(self, states: torch.Tensor, code_vectors: torch.Tensor) -> torch.Tensor:
+        """Per-cell channel logits [B, C, H, W] of the subgoal that `code_vectors` [B, D] name for `states`."""
+        _, h, w = self.shape
+        plane = self.code_in(code_vectors).view(-1, 1, h, w)
+        return self.decoder_out(self.decoder(torch.cat([self.state_in(states), plane], dim=1)))
+
+    @torch.no_grad()
+    def code(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The code index of each pair, without gradient and without touching the codebook."""
+        return self.codebook.nearest(self.encode(states, targets))
+
+    def subgoal_logits(self, states: torch.Tensor) -> torch.Tensor:
+        """Decoder logits [B, K, C, H, W] of the K subgoals of each state."""
+        batch, k = states.shape[0], self.codebook.size
+        repeated = states.repeat_interleave(k, dim=0)
+        vectors = self.codebook.vectors.repeat(batch, 1)
+        return self.decode(repeated, vectors).view(batch, k, *self.shape)
+
+    def loss(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """L_VQ = reconstruction + β · commitment; in train mode also one EMA codebook step.
+
+        The reconstruction term is the per-cell cross-entropy between the decoder's
+        channel distribution and the target's channel vector, averaged over batch and
+        cells (for one-hot cells this is the softmax cross-entropy of spec 3.2).
+        """
+        encodings = self.encode(states, targets)
+        codes = self.codebook.nearest(encodings.detach())
+        quantized = self.codebook.vectors[codes]
+        commitment = F.mse_loss(encodings, quantized)
+        if self.training:
+            self.codebook.update(encodings.detach(), codes)
+        straight_through = encodings + (quantized - encodings).detach()
+        log_probs = torch.log_softmax(self.decode(states, straight_through), dim=1)
+        reconstruction = -(targets * log_probs).sum(dim=1).mean()
+        return reconstruction + self.commitment * commitment

@@ -1,0 +1,312 @@
+"""Training π^SG from solved and failed searches: PHS*(π^SG) and LevinTS(π^SG).
+
+One update per Bootstrap batch (spec/algorithms.md 6.3), network by network, each
+with its own Adam optimiser, over this batch's samples only:
+
+| network            | samples                                | epochs | minibatch | per epoch |
+|--------------------|----------------------------------------|--------|-----------|-----------|
+| VQ-VAE             | all pairs (failed trees + segments)    | 10     | 64        | all       |
+| high-level π_hi    | solved-segment states                  | 5      | 256       | ≤ 5       |
+| conditional π_low  | failed-tree paths + solved segments    | 10     | 256       | ≤ 5       |
+| π_unc + h          | solution paths                         | 10     | 256       | all       |
+
+The VQ-VAE goes first, so the code labels of π_hi and the codes π_low is conditioned
+on come from the updated generator (evaluation mode, no gradient). A network with
+no samples is skipped. Losses are the Levin-weighted cross-entropies of the paper
+(weight n = expansions of the search the sample came from).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from sgps.domains.base import Domain
+from sgps.models.checkpoint import load_checkpoint, save_checkpoint
+from sgps.models.evaluator import SubgoalEvaluator
+from sgps.models.losses import levin_loss
+from sgps.models.subgoal import CONDITIONINGS, MIXTURES, SubgoalModel, SubgoalModelConfig
+from sgps.search.costs import Algorithm
+from sgps.search.engine import SearchResult
+from sgps.training.clustering import HIERARCHIES
+from sgps.training.learner import FlatLearner, LearnerConfig
+from sgps.training.randomness import numpy_state, restore_numpy_state
+from sgps.training.samples import solution_samples
+from sgps.training.subgoal_samples import (
+    SEGMENTATIONS,
+    SUBGOAL_TARGETS,
+    LengthBuffer,
+    SamplingSettings,
+    SubgoalSamples,
+    collect_samples,
+)
+
+#: Columns of metrics/learning.csv for the subgoal methods.
+REPORT_COLUMNS = (
+    "loss_vqvae", "loss_high", "loss_low", "loss_unconditional", "failed_trees", "failed_pairs",
+    "failed_mean_length", "failed_mean_level", "segments", "length_mean", "length_std",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SubgoalSettings:
+    """The ``[subgoal]`` configuration section (defaults: the reference's, spec section 7)."""
+
+    conditioning: str = "code"
+    mixture: str = "geometric"
+    alpha_train: float = 0.25
+    alpha_test: float = 0.5
+    codebook_size: int = 4
+    code_dim: int = 128
+    commitment: float = 0.25
+    vq_channels: int = 128
+    vq_blocks: int = 4
+    channels: int = 128
+    blocks: int = 4
+    hidden: int = 512
+    unconditional_channels: int = 64
+    unconditional_blocks: int = 4
+    failed_trees: bool = True
+    hierarchy: str = "code"
+    cluster_level: int = 0  # 0: the rule ⌊L/2⌋ - 1 over the L levels of each tree
+    resolution: float = 1.0
+    pairs_per_tree: int = 5
+    max_draws: int = 1000
+    length_buffer: int = 10_000
+    segmentation: str = "fixed"
+    subgoal_target: str = "state"
+    vq_minibatch: int = 64
+    high_epochs: int = 5
+    max_minibatches: int = 5  # per epoch, for π_hi and π_low (the reference's cap)
+
+    def __post_init__(self) -> None:
+        choices = {
+            "conditioning": CONDITIONINGS, "mixture": MIXTURES, "hierarchy": HIERARCHIES,
+            "segmentation": SEGMENTATIONS, "subgoal_target": SUBGOAL_TARGETS,
+        }  # fmt: skip
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"subgoal.{name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
+        for name in ("alpha_train", "alpha_test"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"subgoal.{name} must be in [0, 1]")
+        positive = (
+            "codebook_size", "code_dim", "pairs_per_tree", "max_draws", "length_buffer", "vq_minibatch",
+            "high_epochs", "max_minibatches", "channels", "vq_channels", "hidden", "unconditional_channels",
+        )  # fmt: skip
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"subgoal.{name} must be at least 1")
+
+    def model_config(self, observation_shape: tuple[int, int, int], num_actions: int) -> SubgoalModelConfig:
+        """The architecture these settings describe, for observations of `observation_shape`."""
+        return SubgoalModelConfig(observation_shape, num_actions, **self._shared_with(SubgoalModelConfig))
+
+    def sampling(self) -> SamplingSettings:
+        """How to draw samples from failed trees and solutions."""
+        return SamplingSettings(**self._shared_with(SamplingSettings))
+
+    def _shared_with(self, cls: type) -> dict[str, Any]:
+        """The values of the fields that `cls` (a dataclass) shares with these settings."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(cls) if hasattr(self, f.name)}
+
+
+class SubgoalLearner:
+    """The four optimisers of π^SG and the per-batch update of the table above."""
+
+    def __init__(
+        self, model: SubgoalModel, settings: SubgoalSettings, config: LearnerConfig, generator: torch.Generator
+    ) -> None:
+        self.model = model
+        self.settings = settings
+        self.config = config
+        self.generator = generator
+        self.model.vqvae.commitment = settings.commitment
+        self.optimizers = {
+            name: torch.optim.Adam(
+                getattr(model, name).parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
+            )
+            for name in ("vqvae", "high", "low")
+        }
+        self.unconditional = FlatLearner(model.unconditional, config, generator)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def update(self, samples: SubgoalSamples | None, results: Sequence[SearchResult], domain: Domain[Any]) -> dict:
+        """One Bootstrap update; the mean minibatch loss of each network (None when skipped)."""
+        losses: dict[str, float | None] = {"vqvae": None, "high": None, "low": None}
+        if samples is not None:
+            observations = torch.from_numpy(samples.observations).to(self.device)
+            losses["vqvae"] = self._train_vqvae(observations, samples.vq_pairs)
+            self.model.vqvae.eval()
+            losses["high"] = self._train_high(observations, samples)
+            losses["low"] = self._train_low(observations, samples)
+        losses["unconditional"] = self.unconditional.update(solution_samples(domain, results))
+        self.model.eval()  # the state the evaluator expects
+        return losses
+
+    # -- the four networks --------------------------------------------------------------
+
+    def _train_vqvae(self, observations: torch.Tensor, pairs: np.ndarray) -> float | None:
+        vqvae = self.model.vqvae
+        vqvae.train()
+        index = torch.from_numpy(pairs).to(self.device)
+
+        def loss(rows: torch.Tensor) -> torch.Tensor:
+            return vqvae.loss(observations[index[rows, 0]], observations[index[rows, 1]])
+
+        return self._fit("vqvae", loss, len(pairs), self.config.epochs, self.settings.vq_minibatch, None)
+
+    def _train_high(self, observations: torch.Tensor, samples: SubgoalSamples) -> float | None:
+        pairs = torch.from_numpy(samples.high_pairs).to(self.device)
+        weights = torch.from_numpy(samples.high_weights).to(self.device)
+        labels = self.codes(observations, pairs[:, 2], pairs[:, 1])
+        model = self.model
+
+        def loss(rows: torch.Tensor) -> torch.Tensor:
+            logits = model.for_every_code(model.high, observations[pairs[rows, 0]]).squeeze(2)
+            return levin_loss(logits, labels[rows], weights[rows])
+
+        return self._fit("high", loss, len(pairs), self.settings.high_epochs, self.config.minibatch,
+                         self.settings.max_minibatches)  # fmt: skip
+
+    def _train_low(self, observations: torch.Tensor, samples: SubgoalSamples) -> float | None:
+        pairs = torch.from_numpy(samples.low_pairs).to(self.device)
+        actions = torch.from_numpy(samples.low_actions).to(self.device)
+        weights = torch.from_numpy(samples.low_weights).to(self.device)
+        codes = self.codes(observations, pairs[:, 0], pairs[:, 1])
+        model = self.model
+
+        def loss(rows: torch.Tensor) -> torch.Tensor:
+            logits = model.conditioned_on_codes(model.low, observations[pairs[rows, 0]], codes[rows])
+            return levin_loss(logits, actions[rows], weights[rows])
+
+        return self._fit("low", loss, len(pairs), self.config.epochs, self.config.minibatch,
+                         self.settings.max_minibatches)  # fmt: skip
+
+    @torch.no_grad()
+    def codes(self, observations: torch.Tensor, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The VQ-VAE code of each (state, target) row pair, in chunks, evaluation mode."""
+        self.model.vqvae.eval()
+        chunks = [
+            self.model.vqvae.code(observations[states[i : i + 1024]], observations[targets[i : i + 1024]])
+            for i in range(0, len(states), 1024)
+        ]
+        return torch.cat(chunks) if chunks else torch.zeros(0, dtype=torch.long, device=self.device)
+
+    def _fit(
+        self,
+        name: str,
+        loss: Callable[[torch.Tensor], torch.Tensor],
+        count: int,
+        epochs: int,
+        minibatch: int,
+        cap: int | None,
+    ) -> float | None:
+        """Epochs of minibatch steps on `count` samples (reshuffled each epoch); the mean loss."""
+        if count == 0:
+            return None
+        network, optimizer = getattr(self.model, name), self.optimizers[name]
+        network.train()
+        values = []
+        for _ in range(epochs):
+            for rows in self._minibatches(count, minibatch, cap):
+                optimizer.zero_grad()
+                value = loss(rows)
+                value.backward()
+                optimizer.step()
+                values.append(value.item())
+        network.eval()
+        return sum(values) / len(values)
+
+    def _minibatches(self, count: int, size: int, cap: int | None) -> Iterator[torch.Tensor]:
+        order = torch.randperm(count, generator=self.generator).to(self.device)
+        for number, start in enumerate(range(0, count, size)):
+            if cap is not None and number >= cap:
+                return
+            yield order[start : start + size]
+
+
+class SubgoalMethod:
+    """PHS*(π^SG) or LevinTS(π^SG) as a Bootstrap method (`sgps.training.bootstrap.Method`)."""
+
+    report_columns = REPORT_COLUMNS
+
+    def __init__(
+        self, domain: Domain[Any], algorithm: Algorithm, learner: SubgoalLearner, seed: int, device: torch.device
+    ) -> None:
+        self.domain = domain
+        self.algorithm = algorithm
+        self.learner = learner
+        self.settings = learner.settings
+        self.needs_graphs = self.settings.failed_trees
+        self.lengths = LengthBuffer(self.settings.length_buffer)
+        self.rng = np.random.default_rng([seed, 0x5B])  # cluster seeds, pair draws, segment lengths
+        model, mixture = learner.model, self.settings.mixture
+        self._train_evaluator = SubgoalEvaluator(domain, model, self.settings.alpha_train, mixture, device)
+        self._test_evaluator = SubgoalEvaluator(domain, model, self.settings.alpha_test, mixture, device)
+
+    @property
+    def model(self) -> SubgoalModel:
+        return self.learner.model
+
+    def evaluator(self) -> SubgoalEvaluator:
+        """π^SG with the training weight α (training and validation searches)."""
+        return self._train_evaluator
+
+    def test_evaluator(self) -> SubgoalEvaluator:
+        """π^SG with the test weight α."""
+        return self._test_evaluator
+
+    def learn(self, domain: Domain[Any], results: Sequence[SearchResult]) -> dict[str, Any]:
+        mean, std = self.lengths.statistics()  # of the pairs of earlier batches (spec 4.4)
+        samples = collect_samples(domain, results, self.settings.sampling(), (mean, std), self.rng)
+        losses = self.learner.update(samples, results, domain)
+        lengths = samples.pair_lengths if samples is not None else []
+        levels = samples.levels_used if samples is not None else []
+        self.lengths.push(lengths)
+        return {
+            **{f"loss_{name}": value for name, value in losses.items()},
+            "failed_trees": samples.failed_trees if samples is not None else 0,
+            "failed_pairs": len(lengths),
+            "failed_mean_length": float(np.mean(lengths)) if lengths else None,
+            "failed_mean_level": float(np.mean(levels)) if levels else None,
+            "segments": samples.segments if samples is not None else 0,
+            "length_mean": mean,
+            "length_std": std,
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        learner = self.learner
+        return {
+            "model": self.model.state_dict(),
+            "optimizers": {name: opt.state_dict() for name, opt in learner.optimizers.items()},
+            "unconditional_optimizer": learner.unconditional.optimizer.state_dict(),
+            "generator": learner.generator.get_state(),
+            "lengths": self.lengths.state_dict(),
+            "rng": numpy_state(self.rng),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        learner = self.learner
+        self.model.load_state_dict(state["model"])
+        for name, optimizer in learner.optimizers.items():
+            optimizer.load_state_dict(state["optimizers"][name])
+        learner.unconditional.optimizer.load_state_dict(state["unconditional_optimizer"])
+        learner.generator.set_state(state["generator"])
+        self.lengths.load_state_dict(state["lengths"])
+        restore_numpy_state(self.rng, state["rng"])
+
+    def save_model(self, path: Path) -> None:
+        save_checkpoint(path, self.model)
+
+    def load_model(self, path: Path) -> None:
+        load_checkpoint(path, self.model)

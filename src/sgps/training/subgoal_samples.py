@@ -1,0 +1,270 @@
+"""What the subgoal method learns from a batch of searches (spec/algorithms.md 4.3-4.4, 5).
+
+From a failed search (status "budget"): cluster its graph (`sgps.training.clustering`),
+draw pairs of states from neighbouring clusters of the chosen level whose tree
+relation is ancestor/descendant, and rebuild the actions between them from the
+parent pointers. Each pair gives one VQ-VAE pair and one conditional-low sample per
+step of its path, weighted by the search's expansions; its length goes into the
+length buffer.
+
+From a solved search: cut the solution into segments whose lengths are drawn from a
+Normal fitted to the length buffer; each segment (i, j) gives one VQ-VAE pair
+(s_i, s_j) and, for every m in [i, j), a conditional-low sample (s_m, s_j, a_m) and a
+high-level sample whose label is the code of (s_m, s_j) (per state, the reference) or
+of (s_i, s_j) (per segment, the paper). The unconditional policy and the heuristic
+learn from the whole path, as the flat baselines (`sgps.training.samples`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sgps.domains.base import Domain
+from sgps.search.engine import SearchResult
+from sgps.search.graph import SearchGraph
+from sgps.training.clustering import ClusterLevel, build_hierarchy, choose_level
+
+SEGMENTATIONS = ("fixed", "compat")
+SUBGOAL_TARGETS = ("state", "segment")
+#: Path-length statistics used while the buffer is empty.
+DEFAULT_LENGTH_MEAN, DEFAULT_LENGTH_STD = 5.0, 1.0
+
+
+class LengthBuffer:
+    """Ring buffer of the path lengths of the pairs drawn from failed trees (spec 4.4)."""
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self.capacity = capacity
+        self.lengths: list[int] = []
+        self.position = 0
+
+    def push(self, lengths: Sequence[int]) -> None:
+        for length in lengths:
+            if len(self.lengths) < self.capacity:
+                self.lengths.append(int(length))
+            else:
+                self.lengths[self.position] = int(length)
+            self.position = (self.position + 1) % self.capacity
+
+    def statistics(self) -> tuple[float, float]:
+        """(mean, population standard deviation); (5, 1) when empty."""
+        if not self.lengths:
+            return DEFAULT_LENGTH_MEAN, DEFAULT_LENGTH_STD
+        values = np.asarray(self.lengths, dtype=np.float64)
+        return float(values.mean()), float(values.std())
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"lengths": list(self.lengths), "position": self.position}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.lengths = [int(n) for n in state["lengths"]]
+        self.position = int(state["position"])
+
+
+def sample_tree_pairs(
+    graph: SearchGraph,
+    level: ClusterLevel,
+    count: int,
+    rng: np.random.Generator,
+    max_draws: int = 1000,
+) -> list[tuple[int, int]]:
+    """Up to `count` (ancestor, descendant) node pairs from neighbouring clusters of `level`.
+
+    A draw picks a cluster with neighbours uniformly, one of its neighbours uniformly,
+    then a member of each uniformly; it succeeds if one node is a strict tree ancestor
+    of the other. Gives up after `max_draws` draws (the caller falls back a level).
+    """
+    pairs: list[tuple[int, int]] = []
+    members = level.members()
+    candidates = [c for c in range(level.num_clusters) if len(level.neighbours[c])]
+    if not candidates:
+        return pairs
+    for _ in range(max_draws):
+        if len(pairs) == count:
+            break
+        cluster = candidates[rng.integers(len(candidates))]
+        around = level.neighbours[cluster]
+        neighbour = int(around[rng.integers(len(around))])
+        x = int(members[cluster][rng.integers(len(members[cluster]))])
+        y = int(members[neighbour][rng.integers(len(members[neighbour]))])
+        if x == y:
+            continue
+        if graph.is_ancestor(x, y):
+            pairs.append((x, y))
+        elif graph.is_ancestor(y, x):
+            pairs.append((y, x))
+    return pairs
+
+
+def segment_bounds(length: int, mean: float, std: float, rng: np.random.Generator, mode: str) -> list[tuple[int, int]]:
+    """Segments (i, j) of a path of `length` actions, each length drawn afresh (spec 5.2).
+
+    - fixed: t' = max(1, round(X)), X ~ Normal(mean, std); no empty segments;
+    - compat: the reference's t' = 1 + ⌊max(0, X)⌋, X ~ Normal(mean - 1, √std), with its
+      countdown and the final boundary appended even when repeated (quirks Q3, Q4).
+    """
+    if mode == "fixed":
+        bounds, start = [], 0
+        while start < length:
+            step = max(1, round(rng.normal(mean, max(std, 0.0))))
+            bounds.append((start, min(start + step, length)))
+            start += step
+        return bounds
+    if mode != "compat":
+        raise ValueError(f"segmentation must be one of {', '.join(SEGMENTATIONS)}, not {mode!r}")
+
+    def draw() -> int:
+        return 1 + math.floor(max(0.0, rng.normal(mean - 1.0, math.sqrt(max(std, 0.0)))))
+
+    boundaries, countdown = [0], draw()
+    for i in range(1, length + 1):
+        countdown -= 1
+        if countdown == 0:
+            boundaries.append(i)
+            countdown = draw()
+    boundaries.append(length)
+    return list(itertools.pairwise(boundaries))
+
+
+@dataclass
+class SubgoalSamples:
+    """Index arrays into `observations` (one row per collected state) for each network."""
+
+    observations: np.ndarray  # float32 [M, C, H, W]
+    vq_pairs: np.ndarray  # int64 [P, 2]: (state, target)
+    low_pairs: np.ndarray  # int64 [L, 2]: (state, target)
+    low_actions: np.ndarray  # int64 [L]
+    low_weights: np.ndarray  # float32 [L]
+    high_pairs: np.ndarray  # int64 [Q, 3]: (state, target, state whose code with target is the label)
+    high_weights: np.ndarray  # float32 [Q]
+    failed_trees: int = 0
+    pair_lengths: list[int] = field(default_factory=list)  # of the failed-tree pairs
+    levels_used: list[int] = field(default_factory=list)
+    segments: int = 0
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How samples are drawn (defaults: the reference's, with the spec's fixes)."""
+
+    failed_trees: bool = True
+    hierarchy: str = "code"
+    cluster_level: int = 0  # 0: the rule ⌊L/2⌋ - 1
+    resolution: float = 1.0
+    pairs_per_tree: int = 5
+    max_draws: int = 1000
+    segmentation: str = "fixed"
+    subgoal_target: str = "state"
+
+
+class _Collector:
+    """Accumulates states and sample rows while walking the searches of one batch."""
+
+    def __init__(self) -> None:
+        self.states: list[Any] = []
+        self.vq: list[tuple[int, int]] = []
+        self.low: list[tuple[int, int]] = []
+        self.actions: list[int] = []
+        self.low_weights: list[float] = []
+        self.high: list[tuple[int, int, int]] = []
+        self.high_weights: list[float] = []
+        self.failed_trees = 0
+        self.pair_lengths: list[int] = []
+        self.levels_used: list[int] = []
+        self.segments = 0
+
+    def add_states(self, states: Sequence[Any]) -> list[int]:
+        first = len(self.states)
+        self.states.extend(states)
+        return list(range(first, first + len(states)))
+
+    def add_path(self, ids: list[int], actions: Sequence[int], weight: float, high_label: int | None) -> None:
+        """A VQ pair (first, last), conditional-low rows for every step, high rows if labelled."""
+        target = ids[-1]
+        self.vq.append((ids[0], target))
+        for m, action in enumerate(actions):
+            self.low.append((ids[m], target))
+            self.actions.append(int(action))
+            self.low_weights.append(weight)
+            if high_label is not None:
+                label = ids[m] if high_label < 0 else high_label
+                self.high.append((ids[m], target, label))
+                self.high_weights.append(weight)
+
+
+def collect_samples(
+    domain: Domain[Any],
+    results: Sequence[SearchResult],
+    settings: SamplingSettings,
+    length_statistics: tuple[float, float],
+    rng: np.random.Generator,
+) -> SubgoalSamples | None:
+    """The samples of one Bootstrap batch; None when it gives nothing to learn."""
+    collector = _Collector()
+    for result in results:
+        if result.solved and result.actions:
+            _from_solution(collector, result, settings, length_statistics, rng)
+        elif settings.failed_trees and result.status == "budget" and result.graph is not None:
+            _from_failed_tree(collector, result, settings, rng)
+    if not collector.states:
+        return None
+    return SubgoalSamples(
+        observations=domain.observe(collector.states),
+        vq_pairs=np.asarray(collector.vq, dtype=np.int64).reshape(-1, 2),
+        low_pairs=np.asarray(collector.low, dtype=np.int64).reshape(-1, 2),
+        low_actions=np.asarray(collector.actions, dtype=np.int64),
+        low_weights=np.asarray(collector.low_weights, dtype=np.float32),
+        high_pairs=np.asarray(collector.high, dtype=np.int64).reshape(-1, 3),
+        high_weights=np.asarray(collector.high_weights, dtype=np.float32),
+        failed_trees=collector.failed_trees,
+        pair_lengths=collector.pair_lengths,
+        levels_used=collector.levels_used,
+        segments=collector.segments,
+    )
+
+
+def _from_solution(
+    collector: _Collector,
+    result: SearchResult,
+    settings: SamplingSettings,
+    length_statistics: tuple[float, float],
+    rng: np.random.Generator,
+) -> None:
+    ids = collector.add_states(result.states)
+    mean, std = length_statistics
+    for start, end in segment_bounds(len(result.actions), mean, std, rng, settings.segmentation):
+        label = -1 if settings.subgoal_target == "state" else ids[start]
+        collector.add_path(ids[start : end + 1], result.actions[start:end], float(result.expanded), label)
+        collector.segments += 1
+
+
+def _from_failed_tree(
+    collector: _Collector, result: SearchResult, settings: SamplingSettings, rng: np.random.Generator
+) -> None:
+    graph = result.graph
+    levels = build_hierarchy(
+        graph.num_nodes,
+        graph.edges(),
+        budget=result.expanded,
+        mode=settings.hierarchy,
+        resolution=settings.resolution,
+        seed=int(rng.integers(2**31)),
+    )
+    level = choose_level(levels, settings.cluster_level)
+    pairs: list[tuple[int, int]] = []
+    while level >= 0 and len(pairs) < settings.pairs_per_tree:
+        drawn = sample_tree_pairs(graph, levels[level], settings.pairs_per_tree - len(pairs), rng, settings.max_draws)
+        pairs += drawn
+        collector.levels_used += [level] * len(drawn)
+        level -= 1
+    collector.failed_trees += 1
+    for ancestor, descendant in pairs:
+        states, actions = graph.path(ancestor, descendant)
+        collector.add_path(collector.add_states(states), actions, float(result.expanded), None)
+        collector.pair_lengths.append(len(actions))

@@ -1,0 +1,156 @@
+"""The π^SG networks: EMA codebook, mixtures (paper eq. 4), both conditioning variants, checkpoints."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from sgps.errors import CheckpointError
+from sgps.models import (
+    VQVAE,
+    EMACodebook,
+    FlatNetwork,
+    FlatNetworkConfig,
+    SubgoalModel,
+    SubgoalModelConfig,
+    load_checkpoint,
+    mix,
+    save_checkpoint,
+)
+
+SHAPE = (3, 5, 6)
+
+
+def tiny_config(conditioning: str = "code", **changes) -> SubgoalModelConfig:
+    sizes = dict(code_dim=8, vq_channels=8, vq_blocks=1, channels=8, blocks=1, hidden=16,
+                 unconditional_channels=8, unconditional_blocks=1)  # fmt: skip
+    return SubgoalModelConfig(SHAPE, 4, conditioning=conditioning, **{**sizes, **changes})
+
+
+def one_hot_states(count: int, seed: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    cells = torch.randint(0, SHAPE[0], (count, SHAPE[1], SHAPE[2]), generator=generator)
+    return torch.nn.functional.one_hot(cells, SHAPE[0]).permute(0, 3, 1, 2).float()
+
+
+def test_ema_step_matches_the_bias_corrected_smoothed_average():
+    codebook = EMACodebook(2, 3, decay=0.9)
+    encodings = torch.tensor([[1.0, 0.0, 0.0], [3.0, 0.0, 0.0], [0.0, 2.0, 0.0]])
+    codebook.update(encodings, torch.tensor([0, 0, 1]))
+    # After one step the bias-corrected averages equal this minibatch's counts and sums.
+    counts, total, eps = torch.tensor([2.0, 1.0]), 3.0, 1e-5
+    smoothed = (counts + eps) / (total + 2 * eps) * total
+    expected = torch.stack([torch.tensor([4.0, 0.0, 0.0]) / smoothed[0], torch.tensor([0.0, 2.0, 0.0]) / smoothed[1]])
+    torch.testing.assert_close(codebook.vectors, expected)
+    assert codebook.steps.item() == 1
+
+
+def test_codebook_changes_in_training_not_in_eval_and_survives_a_checkpoint(tmp_path):
+    torch.manual_seed(0)
+    model = SubgoalModel(tiny_config())
+    vqvae: VQVAE = model.vqvae
+    initial = vqvae.codebook.vectors.clone()
+    states, targets = one_hot_states(16, 1), one_hot_states(16, 2)
+    vqvae.eval()
+    vqvae.loss(states, targets)
+    torch.testing.assert_close(vqvae.codebook.vectors, initial)  # no EMA step outside training
+    optimizer = torch.optim.Adam(vqvae.parameters(), lr=1e-3)
+    vqvae.train()
+    for _ in range(3):
+        optimizer.zero_grad()
+        vqvae.loss(states, targets).backward()
+        optimizer.step()
+    assert not torch.allclose(vqvae.codebook.vectors, initial)
+    assert "vqvae.codebook.vectors" in dict(model.named_buffers())  # a buffer, updated in place
+
+    save_checkpoint(tmp_path / "sg.safetensors", model)
+    torch.manual_seed(99)
+    reloaded = SubgoalModel(tiny_config())
+    load_checkpoint(tmp_path / "sg.safetensors", reloaded)
+    for name in ("vectors", "hidden_counts", "hidden_sums", "steps"):
+        torch.testing.assert_close(getattr(reloaded.vqvae.codebook, name), getattr(vqvae.codebook, name))
+    model.eval()
+    reloaded.eval()
+    with torch.no_grad():
+        for a, b in zip(model(states, 0.25), reloaded(states, 0.25), strict=True):
+            torch.testing.assert_close(a, b)
+
+
+def test_a_checkpoint_of_another_model_or_variant_is_refused(tmp_path):
+    flat = FlatNetwork(FlatNetworkConfig(SHAPE, 4, channels=8, blocks=1))
+    save_checkpoint(tmp_path / "flat.safetensors", flat)
+    with pytest.raises(CheckpointError, match="another architecture"):
+        load_checkpoint(tmp_path / "flat.safetensors", SubgoalModel(tiny_config()))
+    save_checkpoint(tmp_path / "code.safetensors", SubgoalModel(tiny_config("code")))
+    with pytest.raises(CheckpointError, match="conditioning: file 'code', network 'state'"):
+        load_checkpoint(tmp_path / "code.safetensors", SubgoalModel(tiny_config("state")))
+
+
+def random_components(batch: int = 5, k: int = 3, actions: int = 4, seed: int = 0):
+    generator = torch.Generator().manual_seed(seed)
+    log_high = torch.log_softmax(torch.randn(batch, k, generator=generator), 1)
+    log_low = torch.log_softmax(torch.randn(batch, k, actions, generator=generator) * 2, 2)
+    log_unconditional = torch.log_softmax(torch.randn(batch, actions, generator=generator), 1)
+    return log_high, log_low, log_unconditional
+
+
+@pytest.mark.parametrize("mixture", ["geometric", "arithmetic"])
+@pytest.mark.parametrize("alpha", [0.0, 0.25, 0.5, 1.0])
+def test_the_mixture_is_a_distribution_and_alpha_one_is_the_unconditional_policy(mixture, alpha):
+    log_high, log_low, log_unconditional = random_components()
+    mixed = mix(log_high, log_low, log_unconditional, alpha, mixture)
+    assert mixed.shape == log_unconditional.shape
+    torch.testing.assert_close(mixed.exp().sum(1), torch.ones(5, dtype=mixed.dtype))
+    if alpha == 1.0:
+        expected = log_unconditional
+        if mixture == "geometric":  # the reference's 1e-8 floor, renormalised
+            expected = torch.log_softmax(torch.log(log_unconditional.exp() + 1e-8), 1)
+        torch.testing.assert_close(mixed, expected)
+
+
+def test_arithmetic_mixture_with_alpha_zero_is_equation_4_by_hand():
+    log_high, log_low, log_unconditional = random_components(batch=2, k=2, actions=3)
+    high, low = log_high.exp(), log_low.exp()
+    mixed = mix(log_high, log_low, log_unconditional, 0.0, "arithmetic").exp()
+    for b in range(2):
+        numerators = [sum(high[b, k] * low[b, k, a] for k in range(2)) for a in range(3)]
+        total = sum(numerators)
+        for a in range(3):
+            assert mixed[b, a].item() == pytest.approx((numerators[a] / total).item(), rel=1e-6)
+
+
+def test_geometric_mixture_is_the_normalised_weighted_product_by_hand():
+    log_high, log_low, log_unconditional = random_components(batch=1, k=2, actions=3)
+    alpha = 0.25
+    weights = [(1 - alpha) * log_high[0, 0].exp(), (1 - alpha) * log_high[0, 1].exp(), torch.tensor(alpha)]
+    policies = [log_low[0, 0].exp(), log_low[0, 1].exp(), log_unconditional[0].exp()]
+    product = torch.ones(3)
+    for weight, policy in zip(weights, policies, strict=True):
+        product = product * (policy + 1e-8) ** weight
+    expected = product / product.sum()
+    torch.testing.assert_close(mix(log_high, log_low, log_unconditional, alpha, "geometric").exp()[0], expected)
+
+
+def test_mixture_rejects_bad_arguments():
+    log_high, log_low, log_unconditional = random_components()
+    with pytest.raises(ValueError, match="alpha"):
+        mix(log_high, log_low, log_unconditional, 1.5, "geometric")
+    with pytest.raises(ValueError, match="mixture must be one of"):
+        mix(log_high, log_low, log_unconditional, 0.5, "harmonic")
+
+
+@pytest.mark.parametrize("conditioning", ["code", "state"])
+def test_both_variants_give_one_policy_per_code_consistent_with_single_code_conditioning(conditioning):
+    torch.manual_seed(0)
+    model = SubgoalModel(tiny_config(conditioning)).eval()
+    states = one_hot_states(3, 5)
+    with torch.no_grad():
+        log_high, log_low, log_unconditional, heuristic = model.components(states)
+        assert log_high.shape == (3, 4) and log_low.shape == (3, 4, 4)
+        assert log_unconditional.shape == (3, 4) and heuristic.shape == (3,)
+        for k in range(4):
+            codes = torch.full((3,), k)
+            single = torch.log_softmax(model.conditioned_on_codes(model.low, states, codes), 1)
+            torch.testing.assert_close(single, log_low[:, k], atol=1e-5, rtol=1e-5)
+        log_policy, _ = model(states, 0.25)
+    torch.testing.assert_close(log_policy.exp().sum(1), torch.ones(3))

@@ -1,0 +1,132 @@
+"""Training π^SG: learning from failed trees alone, the per-batch report, exact resume, train/test/subgoals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sgps.cli import main
+from sgps.domains import get_domain, write_levels
+from sgps.models.losses import levin_loss
+from sgps.search import search_lockstep
+from sgps.training import Bootstrap, BootstrapConfig, RunDirectory, runner
+from sgps.training.config import resolve_config
+from sgps.training.setup import build_subgoal_method
+from sgps.training.subgoal_samples import collect_samples
+
+
+def tiny_method(domain, example, **subgoal):
+    config = resolve_config("tiny", overrides={"run": {"algorithm": "phs-sg", "device": "cpu"}, "subgoal": subgoal})
+    return build_subgoal_method(domain, example, config)
+
+
+def low_policy_loss(method, samples) -> float:
+    """The conditional low policy's Levin loss on every sampled (state, target, action) row."""
+    learner, model = method.learner, method.model
+    observations = torch.from_numpy(samples.observations)
+    pairs = torch.from_numpy(samples.low_pairs)
+    codes = learner.codes(observations, pairs[:, 0], pairs[:, 1])
+    with torch.no_grad():
+        logits = model.conditioned_on_codes(model.low, observations[pairs[:, 0]], codes)
+        return levin_loss(logits, torch.from_numpy(samples.low_actions), torch.from_numpy(samples.low_weights)).item()
+
+
+def test_failed_trees_alone_teach_the_conditional_low_policy():
+    domain = get_domain("boxworld")
+    levels = [domain.generate(seed) for seed in range(8)]
+    method = tiny_method(domain, levels[0])
+    results = search_lockstep(domain, levels, method.algorithm, method.evaluator(), budget=150, record_graph=True)
+    assert not any(r.solved for r in results)
+    samples = collect_samples(domain, results, method.settings.sampling(), (5.0, 1.0), np.random.default_rng(0))
+    assert samples.failed_trees == 8 and len(samples.pair_lengths) == 8 * 5 and samples.segments == 0
+    assert len(samples.high_pairs) == 0 and len(samples.low_pairs) == sum(samples.pair_lengths)
+    before = low_policy_loss(method, samples)
+    for _ in range(10):
+        losses = method.learner.update(samples, results, domain)
+        assert losses["high"] is None and losses["unconditional"] is None  # failed trees train neither
+    after = low_policy_loss(method, samples)
+    assert after < 0.8 * before, (before, after)
+
+
+def test_the_solution_only_ablation_draws_no_pairs_and_its_report_says_so():
+    domain = get_domain("boxworld")
+    levels = [domain.generate(seed) for seed in range(4)]
+    method = tiny_method(domain, levels[0], failed_trees=False)
+    assert not method.needs_graphs
+    results = search_lockstep(domain, levels, method.algorithm, method.evaluator(), budget=150)
+    report = method.learn(domain, results)
+    assert set(report) == set(method.report_columns)
+    assert report["failed_pairs"] == 0 and report["loss_vqvae"] is None
+
+
+def make_run(path, *, fresh=True):
+    domain = get_domain("boxworld")
+    train = [domain.generate(seed) for seed in range(12)]
+    validation = [domain.generate(seed) for seed in range(500, 504)]
+    method = tiny_method(domain, train[0])
+    run_dir = RunDirectory(path, method.report_columns)
+    if fresh:
+        run_dir.create({"bootstrap": {"seed": 3}})
+    config = BootstrapConfig(seed=3, batch_size=4, initial_budget=200, max_iterations=2, checkpoint_every=1)
+    return Bootstrap(domain, train, validation, method, config, run_dir)
+
+
+def without_time(rows):
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+
+
+def test_resume_reproduces_the_learning_rows_of_an_uninterrupted_run(tmp_path):
+    whole = make_run(tmp_path / "whole")
+    whole.run(max_batches=3)
+    split = make_run(tmp_path / "split")
+    split.run(max_batches=2)
+    resumed = make_run(tmp_path / "split", fresh=False)
+    resumed.resume()
+    resumed.run(max_batches=1)
+    learning = whole.run_dir.read("learning")
+    assert sum(int(row["failed_pairs"]) for row in learning) > 0  # the run did learn from failed trees
+    for name in ("train", "outstanding", "learning"):
+        assert without_time(resumed.run_dir.read(name)) == without_time(whole.run_dir.read(name)), name
+    assert resumed.method.lengths.lengths == whole.method.lengths.lengths
+
+
+def test_train_test_and_draw_subgoals_from_the_command_line(tmp_path, capsys):
+    domain = get_domain("tsp")
+    problems, tests = tmp_path / "train.txt", tmp_path / "test.txt"
+    write_levels(problems, domain, [domain.generate(seed) for seed in range(20)])
+    write_levels(tests, domain, [domain.generate(seed) for seed in range(900, 904)])
+    run = tmp_path / "run"
+    common = ["train", "--problems", str(problems), "--out", str(run), "--algorithm", "phs-sg", "--preset", "tiny",
+              "--quiet", "--device", "cpu", "--codebook-size", "2", "--cluster-level", "2"]  # fmt: skip
+    assert main([*common, "--max-iterations", "1"]) == 0
+    config = resolve_config("paper", run / "config.toml")
+    assert config.subgoal.codebook_size == 2 and config.subgoal.cluster_level == 2
+    assert (run / "checkpoints" / "latest.safetensors").exists()
+    assert main(["train", "--problems", str(problems), "--out", str(run), "--resume", "--quiet"]) == 0
+    summary = runner.test(run, tests, budget=2000)
+    assert summary.problems == 4 and summary.solved >= 1
+    png = tmp_path / "subgoals.png"
+    capsys.readouterr()
+    assert main(["subgoals", str(run), "--problems", str(tests), "--index", "1", "--png", str(png)]) == 0
+    assert png.read_bytes().startswith(b"\x89PNG") and "code 0: p=" in capsys.readouterr().out
+
+
+def test_subgoals_of_a_flat_run_is_a_clear_error(tmp_path, capsys):
+    domain = get_domain("tsp")
+    problems = tmp_path / "train.txt"
+    write_levels(problems, domain, [domain.generate(seed) for seed in range(6)])
+    run = tmp_path / "flat"
+    assert main(["train", "--problems", str(problems), "--out", str(run), "--preset", "tiny", "--quiet",
+                 "--max-iterations", "1", "--device", "cpu"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["subgoals", str(run), "--problems", str(problems), "--png", str(tmp_path / "x.png")]) == 2
+    assert "has no subgoal generator" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("key", "value"), [("conditioning", "film"), ("alpha_test", 2.0), ("codebook_size", 0)])
+def test_bad_subgoal_settings_name_the_key(key, value):
+    from sgps.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"subgoal.{key}"):
+        resolve_config("tiny", overrides={"subgoal": {key: value}})
