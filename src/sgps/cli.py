@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     train_cmd.add_argument("--preset", choices=("tiny", "cpu", "paper"), default="cpu", help="default: cpu")
     train_cmd.add_argument("--seed", type=int, help="run seed")
     train_cmd.add_argument("--device", choices=("cpu", "cuda", "auto"), help="default: auto")
+    train_cmd.add_argument(
+        "--workers", type=int, help="search processes on cpu (default 0: one per core; 1: search in this process)"
+    )
     train_cmd.add_argument("--max-iterations", type=int, help="passes over the training problems")
     train_cmd.add_argument("--time-limit", type=float, metavar="MIN", help="wall-clock limit in minutes")
     subgoal = train_cmd.add_argument_group("subgoal-guided policies (phs-sg, levin-sg)")
@@ -254,6 +257,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         ("subgoal", "mixture", args.mixture),
         ("run", "algorithm", args.algorithm),
         ("run", "device", args.device),
+        ("run", "workers", args.workers),
         ("bootstrap", "seed", args.seed),
         ("bootstrap", "max_iterations", args.max_iterations),
         ("bootstrap", "time_limit_minutes", args.time_limit),
@@ -337,7 +341,8 @@ def _demo_training(out: Path, seed: int) -> None:
         suffix += 1
         run = out / f"tsp-phs-{suffix}"
     print(f"training PHS*(pi) on {train_file} (cpu preset, 3 passes) -> {run}")
-    overrides = {"bootstrap": {"seed": seed, "max_iterations": 3}}
+    # Its searches take milliseconds, so worker processes would cost more than they save.
+    overrides = {"run": {"workers": 1}, "bootstrap": {"seed": seed, "max_iterations": 3}}
     _, state = runner.train(train_file, run, preset="cpu", overrides=overrides)
     print(f"  {state.iteration} passes, {state.cumulative_expansions:,} expansions, {state.seconds:.0f} s")
     tests = read_levels(test_file).states()

@@ -141,23 +141,32 @@ class SubgoalModel(nn.Module):
             subgoals = self.soft_subgoals(states, vectors)
         return network(states, subgoals)
 
-    def for_every_code(self, network: nn.Module, states: torch.Tensor) -> torch.Tensor:
-        """`network`'s outputs [B, K, out] for every code of the codebook."""
-        codebook = self.vqvae.codebook.vectors
+    def for_every_code(
+        self, network: nn.Module, states: torch.Tensor, decoded: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> torch.Tensor:
+        """`network`'s outputs [B, K, out] for every code of the codebook.
+
+        `decoded`: the `decoded_subgoals` of `states` when already computed (state conditioning).
+        """
         if self.config.conditioning == "code":
-            return network.for_every_code(states, codebook)
-        batch, k = states.shape[0], codebook.shape[0]
-        repeated = states.repeat_interleave(k, dim=0)
+            return network.for_every_code(states, self.vqvae.codebook.vectors)
+        repeated, subgoals = decoded if decoded is not None else self.decoded_subgoals(states)
+        return network(repeated, subgoals).view(states.shape[0], self.config.codebook_size, -1)
+
+    def decoded_subgoals(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(each state repeated K times [B*K, C, H, W], its K soft subgoals [B*K, C, H, W])."""
+        codebook = self.vqvae.codebook.vectors
+        repeated = states.repeat_interleave(codebook.shape[0], dim=0)
         with torch.no_grad():  # the generator learns from its own loss only
-            subgoals = self.soft_subgoals(repeated, codebook.repeat(batch, 1))
-        return network(repeated, subgoals).view(batch, k, -1)
+            return repeated, self.soft_subgoals(repeated, codebook.repeat(states.shape[0], 1))
 
     # -- inference --------------------------------------------------------------------
 
     def components(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log π_hi [B, K], log π_low [B, K, |A|], log π_unc [B, |A|], h [B]) for a batch of states."""
-        log_high = torch.log_softmax(self.for_every_code(self.high, states).squeeze(2), dim=1)
-        log_low = torch.log_softmax(self.for_every_code(self.low, states), dim=2)
+        decoded = self.decoded_subgoals(states) if self.config.conditioning == "state" else None
+        log_high = torch.log_softmax(self.for_every_code(self.high, states, decoded).squeeze(2), dim=1)
+        log_low = torch.log_softmax(self.for_every_code(self.low, states, decoded), dim=2)
         logits, heuristic = self.unconditional(states)
         return log_high, log_low, torch.log_softmax(logits, dim=1), heuristic
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
@@ -37,6 +37,9 @@ from sgps.search.evaluators import Evaluator
 from sgps.training.budget import Budgets, PassOutcome, get_schedule
 from sgps.training.randomness import numpy_state, restore_numpy_state
 from sgps.training.rundir import RunDirectory
+
+if TYPE_CHECKING:
+    from sgps.training.pool import SearchPool
 
 
 class Method(Protocol):
@@ -68,6 +71,14 @@ class Method(Protocol):
 
     def load_model(self, path: Path) -> None:
         """Load weights written by `save_model`; `CheckpointError` if they do not fit."""
+        ...
+
+    def model_weights(self) -> dict[str, torch.Tensor]:
+        """The model's current weights (what search workers need)."""
+        ...
+
+    def load_model_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        """Replace the model's weights with `model_weights()` of a method of the same configuration."""
         ...
 
 
@@ -128,13 +139,16 @@ class Bootstrap:
         method: Method,
         config: BootstrapConfig,
         run_dir: RunDirectory,
+        pool: SearchPool | None = None,
     ) -> None:
+        """`pool`: worker processes to search with; None searches in this process, in lockstep."""
         if not train:
             raise ValueError("the training set is empty")
         self.domain = domain
         self.train = list(train)
         self.validation = list(validation)
         self.method = method
+        self.pool = pool
         self.config = config
         self.run_dir = run_dir
         self.schedule = get_schedule(config.schedule)
@@ -263,6 +277,9 @@ class Bootstrap:
         return solved
 
     def _search(self, levels: Sequence[Any], budget: int, record_graph: bool) -> list[SearchResult]:
+        if self.pool is not None:
+            return self.pool.search(self.method.model_weights(), levels, budget=budget,
+                                    epsilon=self.config.epsilon, record_graph=record_graph)  # fmt: skip
         return search_lockstep(
             self.domain,
             levels,

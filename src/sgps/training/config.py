@@ -41,6 +41,11 @@ class RunSettings:
     algorithm: str = "phs"
     device: str = "auto"
     validation_fraction: float = 0.1  # of --problems, when no --validation file is given
+    workers: int = 0  # search processes; 0: one per usable core (resolved when a run starts); 1: in-process
+
+    def __post_init__(self) -> None:
+        if self.workers < 0:
+            raise ValueError("run.workers must be 0 (one per core) or a positive count")
 
 
 SECTIONS: dict[str, type] = {
@@ -57,6 +62,7 @@ ALGORITHMS = ("phs", "levin", "wastar", "phs-sg", "levin-sg")
 #: Presets: `tiny` for tests (seconds), `cpu` for a CPU-only machine, `paper` the reference sizes.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny": {
+        "run": {"workers": 1},
         "network": {"channels": 8, "blocks": 1},
         "learner": {"learning_rate": 3e-3, "epochs": 3, "minibatch": 64},
         "bootstrap": {"batch_size": 16, "initial_budget": 500, "max_iterations": 3},

@@ -120,3 +120,9 @@ class FlatMethod:
 
     def load_model(self, path: Path) -> None:
         load_checkpoint(path, self.learner.network)
+
+    def model_weights(self) -> dict[str, torch.Tensor]:
+        return {name: tensor.detach().cpu() for name, tensor in self.learner.network.state_dict().items()}
+
+    def load_model_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        self.learner.network.load_state_dict(weights)

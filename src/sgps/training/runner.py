@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,6 +16,7 @@ from sgps.domains.levels import read_levels
 from sgps.errors import ConfigError
 from sgps.training.bootstrap import Bootstrap, LoopState
 from sgps.training.config import TrainConfig, resolve_config
+from sgps.training.pool import SearchPool
 from sgps.training.rundir import RunDirectory
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, split_problems
 from sgps.training.subgoal_view import SubgoalView, decode_subgoals
@@ -40,7 +43,9 @@ def train(
             raise ConfigError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
         config = resolve_config(preset, config_file, overrides)
     levels = read_levels(problems, domain or (config.run.domain if resume else None))
-    config = dataclasses.replace(config, run=dataclasses.replace(config.run, domain=levels.domain.name))
+    workers = config.run.workers or usable_cores()
+    run_settings = dataclasses.replace(config.run, domain=levels.domain.name, workers=workers)
+    config = dataclasses.replace(config, run=run_settings)
     states = levels.states()
     if validation is not None:
         train_levels, validation_levels = states, read_levels(validation, levels.domain.name).states()
@@ -50,11 +55,26 @@ def train(
         raise ConfigError(f"{problems}: no training problems left after the validation split")
     method = build_method(levels.domain, train_levels[0], config)
     run_dir = RunDirectory(out, method.report_columns)
-    bootstrap = Bootstrap(levels.domain, train_levels, validation_levels, method, config.bootstrap, run_dir)
-    if resume:
-        bootstrap.resume()
-    else:
-        run_dir.create(config.as_dict())
+    with contextlib.ExitStack() as stack:
+        pool = None
+        if workers > 1 and next(iter(method.model_weights().values())).device.type == "cpu":
+            pool = stack.enter_context(SearchPool(workers, levels.domain, train_levels[0], config))
+        bootstrap = Bootstrap(levels.domain, train_levels, validation_levels, method, config.bootstrap, run_dir, pool)
+        if resume:
+            bootstrap.resume()
+        else:
+            run_dir.create(config.as_dict())
+        state = _run_with_progress(bootstrap, len(train_levels), quiet)
+    return config, state
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _run_with_progress(bootstrap: Bootstrap, train_count: int, quiet: bool) -> LoopState:
+    """Run the loop under a progress bar (iteration, budget, solved, expansions/s)."""
     started = time.perf_counter()
     with tqdm(desc="training", unit="batch", disable=quiet, leave=False) as bar:
 
@@ -64,12 +84,11 @@ def train(
             bar.set_postfix(
                 iteration=state.iteration,
                 budget=state.train_budget,
-                solved=f"{len(state.solved)}/{len(train_levels)}",
+                solved=f"{len(state.solved)}/{train_count}",
                 exp_per_s=f"{rate:,.0f}",
             )
 
-        state = bootstrap.run(on_batch=progress)
-    return config, state
+        return bootstrap.run(on_batch=progress)
 
 
 def test(run: Path, problems: Path, *, budget: int = 4000, rounds: int = 1, checkpoint: str = "best") -> TestSummary:

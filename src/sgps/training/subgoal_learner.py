@@ -310,3 +310,9 @@ class SubgoalMethod:
 
     def load_model(self, path: Path) -> None:
         load_checkpoint(path, self.model)
+
+    def model_weights(self) -> dict[str, torch.Tensor]:
+        return {name: tensor.detach().cpu() for name, tensor in self.model.state_dict().items()}
+
+    def load_model_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        self.model.load_state_dict(weights)
