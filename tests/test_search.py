@@ -24,6 +24,7 @@ from sgps.search import (
     noisy_log_policy,
     phs_cost,
     run,
+    run_lockstep,
     search,
     search_lockstep,
     wastar_cost,
@@ -261,3 +262,23 @@ def test_lockstep_equals_searching_each_problem_alone(seed, count, algorithm, bu
             alone.actions,
         )
         assert joint.states == alone.states
+
+
+def test_lockstep_of_searches_with_different_settings_equals_each_alone():
+    domain = get_domain("tsp")
+    levels = [domain.generate(seed, cities=3) for seed in range(3)]
+    settings_of = [("phs", 0.0), ("phs", 0.3), ("levin", 0.01)]  # no shared algorithm and ε: per-search answers
+    evaluator = SkewedPolicy(domain)
+
+    def searches() -> list[BestFirstSearch]:
+        return [
+            BestFirstSearch(domain, level, make_algorithm(name), epsilon=epsilon, budget=200)
+            for level, (name, epsilon) in zip(levels, settings_of, strict=True)
+        ]
+
+    together = run_lockstep(searches(), evaluator)
+    for joint, engine in zip(together, searches(), strict=True):
+        alone = run(engine, evaluator)
+        assert (joint.status, joint.expanded, joint.generated, joint.actions) == (
+            alone.status, alone.expanded, alone.generated, alone.actions,
+        )  # fmt: skip
