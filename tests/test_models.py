@@ -43,6 +43,10 @@ def test_levin_loss_equals_the_hand_computed_value_on_two_samples():
     heuristic, targets = torch.tensor([3.0, 1.0]), torch.tensor([5.0, 1.0])
     combined = policy_heuristic_loss(logits, heuristic, actions, weights, targets)
     assert combined.item() == pytest.approx(expected + (4.0 + 0.0) / 2, rel=1e-6)
+    normalised = (10.0 / 105.0 * ce0 + 200.0 / 105.0 * ce1) / 2  # weights over their mean, 105
+    assert levin_loss(logits, actions, weights, normalise=True).item() == pytest.approx(normalised, rel=1e-6)
+    scaled = levin_loss(logits, actions, 1000.0 * weights, normalise=True)  # the budget's scale is gone
+    assert scaled.item() == pytest.approx(normalised, rel=1e-6)
 
 
 def test_evaluator_gives_log_distributions_and_drives_a_search():

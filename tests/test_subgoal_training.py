@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -49,6 +51,19 @@ def test_failed_trees_alone_teach_the_conditional_low_policy():
     assert after < 0.8 * before, (before, after)
 
 
+def test_normalised_low_weights_take_the_budget_out_of_the_loss_scale():
+    domain = get_domain("boxworld")
+    levels = [domain.generate(seed) for seed in range(4)]
+    losses = {}
+    for normalise in (False, True):
+        method = tiny_method(domain, levels[0], normalise_low_weights=normalise)
+        results = search_lockstep(domain, levels, method.algorithm, method.evaluator(), budget=150, record_graph=True)
+        samples = collect_samples(domain, results, method.settings.sampling(), (5.0, 1.0), np.random.default_rng(0))
+        losses[normalise] = method.learner.update(samples, results, domain)["low"]
+    uniform = math.log(domain.num_actions)  # every weight is 150: normalised, the loss is a plain cross-entropy
+    assert 0.5 * uniform < losses[True] < 2 * uniform and losses[False] > 50 * uniform
+
+
 def test_the_solution_only_ablation_draws_no_pairs_and_its_report_says_so():
     domain = get_domain("boxworld")
     levels = [domain.generate(seed) for seed in range(4)]
@@ -58,6 +73,21 @@ def test_the_solution_only_ablation_draws_no_pairs_and_its_report_says_so():
     report = method.learn(domain, results)
     assert set(report) == set(method.report_columns)
     assert report["failed_pairs"] == 0 and report["loss_vqvae"] is None
+
+
+def test_exhausted_trees_give_pairs_only_when_asked():
+    domain = get_domain("tsp")
+    rows = ["1000020", "0000023", "0000022", "0300000", "0000000"]  # one city sealed off: unsolvable
+    level = domain.parse([5, 7, *(int(code) for row in rows for code in row)])
+    method = tiny_method(domain, level, exhausted_trees=True)
+    (result,) = search_lockstep(domain, [level], method.algorithm, method.evaluator(), budget=5000, record_graph=True)
+    assert result.status == "no_solution" and result.expanded > 50
+    default = collect_samples(domain, [result], tiny_method(domain, level).settings.sampling(), (5.0, 1.0),
+                              np.random.default_rng(0))  # fmt: skip
+    assert default is None  # the reference learns nothing from an exhausted search
+    samples = collect_samples(domain, [result], method.settings.sampling(), (5.0, 1.0), np.random.default_rng(0))
+    assert samples.failed_trees == 1 and len(samples.pair_lengths) == 5
+    assert len(samples.low_pairs) == sum(samples.pair_lengths) and (samples.low_weights == result.expanded).all()
 
 
 def make_run(path, *, fresh=True):

@@ -6,11 +6,18 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 
 
-def levin_loss(logits: torch.Tensor, actions: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+def levin_loss(
+    logits: torch.Tensor, actions: torch.Tensor, weights: torch.Tensor, *, normalise: bool = False
+) -> torch.Tensor:
     """Mean over samples of n_j * CE(logits(s_t), a_t), n_j = expansions of the solving search.
 
     The weight follows the LevinTS / PHS* bound, in which expansions scale as d / π.
+    With `normalise`, the weights are divided by their mean over the minibatch: the
+    relative weighting stays, the loss scale no longer grows with the budget (the
+    optional fix of spec/algorithms.md Q19).
     """
+    if normalise:
+        weights = weights / weights.mean()
     return (weights * F.cross_entropy(logits, actions, reduction="none")).mean()
 
 

@@ -73,6 +73,8 @@ class SubgoalSettings:
     unconditional_channels: int = 64
     unconditional_blocks: int = 4
     failed_trees: bool = True
+    exhausted_trees: bool = False  # also cluster the graphs of searches that ran out of states (Q24)
+    normalise_low_weights: bool = False  # divide π_low's Levin weights by their minibatch mean (Q19)
     hierarchy: str = "code"
     cluster_level: int = 0  # 0: the rule ⌊L/2⌋ - 1 over the L levels of each tree
     resolution: float = 1.0
@@ -183,11 +185,11 @@ class SubgoalLearner:
         actions = torch.from_numpy(samples.low_actions).to(self.device)
         weights = torch.from_numpy(samples.low_weights).to(self.device)
         codes = self.codes(observations, pairs[:, 0], pairs[:, 1])
-        model = self.model
+        model, normalise = self.model, self.settings.normalise_low_weights
 
         def loss(rows: torch.Tensor) -> torch.Tensor:
             logits = model.conditioned_on_codes(model.low, observations[pairs[rows, 0]], codes[rows])
-            return levin_loss(logits, actions[rows], weights[rows])
+            return levin_loss(logits, actions[rows], weights[rows], normalise=normalise)
 
         return self._fit("low", loss, len(pairs), self.config.epochs, self.config.minibatch,
                          self.settings.max_minibatches)  # fmt: skip

@@ -1,6 +1,7 @@
 """What the subgoal method learns from a batch of searches (spec/algorithms.md 4.3-4.4, 5).
 
-From a failed search (status "budget"): cluster its graph (`sgps.training.clustering`),
+From a failed search (status "budget"; with `exhausted_trees`, also "no_solution",
+whose graph holds every reachable state, spec Q24): cluster its graph (`sgps.training.clustering`),
 draw pairs of states from neighbouring clusters of the chosen level whose tree
 relation is ancestor/descendant, and rebuild the actions between them from the
 parent pointers. Each pair gives one VQ-VAE pair and one conditional-low sample per
@@ -154,6 +155,7 @@ class SamplingSettings:
     """How samples are drawn (defaults: the reference's, with the spec's fixes)."""
 
     failed_trees: bool = True
+    exhausted_trees: bool = False  # also learn from searches that ran out of states (spec Q24)
     hierarchy: str = "code"
     cluster_level: int = 0  # 0: the rule ⌊L/2⌋ - 1
     resolution: float = 1.0
@@ -207,10 +209,11 @@ def collect_samples(
 ) -> SubgoalSamples | None:
     """The samples of one Bootstrap batch; None when it gives nothing to learn."""
     collector = _Collector()
+    failed = ("budget", "no_solution") if settings.exhausted_trees else ("budget",)
     for result in results:
         if result.solved and result.actions:
             _from_solution(collector, result, settings, length_statistics, rng)
-        elif settings.failed_trees and result.status == "budget" and result.graph is not None:
+        elif settings.failed_trees and result.status in failed and result.graph is not None:
             _from_failed_tree(collector, result, settings, rng)
     if not collector.states:
         return None
