@@ -13,13 +13,15 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from sgps.training import RunDirectory
 
 
 def train(size: str, args: argparse.Namespace, root: Path) -> dict[str, float]:
@@ -35,10 +37,9 @@ def train(size: str, args: argparse.Namespace, root: Path) -> dict[str, float]:
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     subprocess.run(command, check=True, env=env, capture_output=True, text=True)
-    rows, validation = _read(run / "metrics" / "train.csv"), _read(run / "metrics" / "validate.csv")
-    by_pass: dict[str, int] = {}
-    for row in validation:
-        by_pass[row["iteration"]] = by_pass.get(row["iteration"], 0) + int(row["solved"])
+    metrics = RunDirectory(run)
+    rows, validation = metrics.read("train"), metrics.read("validate")
+    by_pass = Counter(row["iteration"] for row in validation if row["solved"] == "1")
     batch_seconds: dict[tuple[str, str], float] = {}  # a lockstep batch lasts as long as its longest search
     for r in rows:
         key = (r["iteration"], r["batch"])
@@ -46,18 +47,13 @@ def train(size: str, args: argparse.Namespace, root: Path) -> dict[str, float]:
     seconds = sum(batch_seconds.values())
     expanded = sum(int(r["expanded"]) for r in rows)
     return {
-        "passes": len(by_pass),
+        "passes": len({row["iteration"] for row in validation}),
         "batches": len(batch_seconds),
         "solved": len({r["problem"] for r in rows if r["solved"] == "1"}),
         "expansions": expanded,
         "validation": max(by_pass.values(), default=0),
         "search_rate": expanded / seconds if seconds else 0.0,
     }
-
-
-def _read(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as handle:
-        return list(csv.DictReader(handle))
 
 
 def main() -> None:
