@@ -4,25 +4,40 @@ Rules (spec/domains.md section 3, checked against the reference traces), for the
 elements of the paper's levels (the reference's default parameters turn gravity off):
 
 - The agent moves into empty or dirt (dirt is dug away). Moving onto a diamond
-  collects it. Moving onto a key opens every closed gate of its colour for good (keys
-  are not carried). Moving into an open gate jumps the agent over it to the cell
-  beyond, if that cell is in the grid and is empty, dirt, a resting diamond, a key or
-  the open exit (landing collects a diamond or uses a key); otherwise nothing happens.
-  Moving into the open exit enters it. Walls, closed gates and the closed exit block.
-- After the move, the closed exit opens if at least ``gems_required`` diamonds have
-  been collected, so it opens in the step that collects the last one.
-- Goal: the agent in the exit. Nothing on these levels can kill the agent, so there
-  are no dead states.
+  (resting or falling) collects it. Moving onto a key opens every closed gate of its
+  colour for good (keys are not carried). Moving into an open gate jumps the agent
+  over it to the cell beyond, if that cell is in the grid and is empty, dirt, a
+  resting diamond, a key or the open exit (landing collects a diamond or uses a key);
+  otherwise nothing happens. Moving into the open exit enters it. Walls, closed gates
+  and the closed exit block.
+- After the move, the rest of the grid is updated in one row-major scan:
+  - the closed exit opens if at least ``gems_required`` diamonds have been collected,
+    so it opens in the step that collects the last one;
+  - a falling diamond (code 6) moves even with gravity off, as in the reference,
+    whose falling-diamond update has no gravity check (only resting stones and
+    diamonds wait for gravity). It falls one cell into an empty cell below; else, if
+    the cell below is the agent, it explodes; else, if the cell below is rounded (a
+    resting diamond or a brick wall), it rolls one cell left, or else right, when both
+    the side cell and the cell below that are empty; else it lands as a resting
+    diamond (code 5). A diamond that fell or rolled right is not updated again later
+    in the same scan.
+  - The explosion turns the agent's cell and every in-grid neighbour of it (diagonals
+    included) that can be consumed - agent, empty, dirt, diamonds, brick wall - into
+    an explosion (code 26). The agent is dead, which ends the episode, so the
+    explosion never clears.
+- Goal: the agent in the exit. Dead states: the agent killed by a falling diamond.
+  The paper's levels hold no falling diamond, so nothing there can kill the agent.
 
 Decision (spec 3.8): landing on the open exit by a gate jump enters the exit. The
 reference overwrites the exit instead, which makes the level unsolvable; generated
 levels never put the exit in line with a gate, so the traces cannot tell.
 
-Accepted codes: 0 agent, 1 empty, 2 dirt, 5 diamond, 6 falling diamond (a collectable
-diamond), 7 exit closed, 8 exit open, 9 agent in exit, 18 brick wall, 19 steel wall,
-27-38 gates and keys. Stones, creatures, magic walls, blobs, nuts, bombs and
-explosions need gravity and monster rules, which are not implemented; levels holding
-them are rejected. The observation is the reference's 34 visible channels, (34, R, C).
+Accepted codes: 0 agent, 1 empty, 2 dirt, 5 diamond, 6 falling diamond, 7 exit closed,
+8 exit open, 9 agent in exit, 18 brick wall, 19 steel wall, 27-38 gates and keys; 26
+(an explosion) arises only in play. Stones, creatures, magic walls, blobs, nuts, bombs
+and level-file explosions need gravity and monster rules, which are not implemented;
+levels holding them are rejected. The observation is the reference's 34 visible
+channels, (34, R, C).
 """
 
 from __future__ import annotations
@@ -40,6 +55,8 @@ AGENT, EMPTY, DIRT = 0, 1, 2
 DIAMOND, DIAMOND_FALLING = 5, 6
 EXIT_CLOSED, EXIT_OPEN, AGENT_IN_EXIT = 7, 8, 9
 BRICK_WALL, STEEL_WALL = 18, 19
+#: The reference's "explosion turning into empty": what a falling diamond's explosion leaves.
+EXPLOSION = 26
 #: Gate and key codes per colour (red, blue, green, yellow): closed gate, open gate, key.
 COLOUR_NAMES = ("red", "blue", "green", "yellow")
 CLOSED_GATES = (27, 30, 33, 36)
@@ -55,7 +72,7 @@ ACCEPTED_CODES = (
 VISIBLE_CHANNEL = np.full(256, 255, dtype=np.uint8)
 for _code, _channel in {
     AGENT: 0, EMPTY: 1, DIRT: 2, DIAMOND: 4, DIAMOND_FALLING: 4, EXIT_CLOSED: 5, EXIT_OPEN: 6, AGENT_IN_EXIT: 7,
-    BRICK_WALL: 10, STEEL_WALL: 11, **{code: code - 11 for code in range(27, 39)},
+    BRICK_WALL: 10, STEEL_WALL: 11, EXPLOSION: 15, **{code: code - 11 for code in range(27, 39)},
 }.items():  # fmt: skip
     VISIBLE_CHANNEL[_code] = _channel
 
@@ -65,6 +82,10 @@ _DIAMONDS = frozenset({DIAMOND, DIAMOND_FALLING})
 _KEY_GATE = {key: (closed, opened) for key, closed, opened in zip(KEYS, CLOSED_GATES, OPEN_GATES, strict=True)}
 _ENTERABLE = _WALKABLE | _DIAMONDS | frozenset(KEYS) | {EXIT_OPEN}
 _DIRT_TO_EMPTY = bytes.maketrans(bytes([DIRT]), bytes([EMPTY]))
+#: Cells a falling diamond rolls off (the reference's rounded elements among the accepted codes).
+_ROUNDED = frozenset({DIAMOND, BRICK_WALL})
+#: Cells an explosion destroys (the reference's consumable elements among the accepted codes).
+_CONSUMABLE = frozenset({AGENT, EMPTY, DIRT, DIAMOND, DIAMOND_FALLING, BRICK_WALL})
 
 _COLOURS = ((220, 50, 50), (50, 100, 230), (40, 170, 70), (235, 200, 30))
 _GROUND = (30, 30, 30)
@@ -79,6 +100,7 @@ _SPRITE_OF_CODE = {
     AGENT_IN_EXIT: Sprite((240, 240, 240), "circle", (30, 30, 30)),
     BRICK_WALL: Sprite((160, 70, 50), "bars", (110, 45, 30)),
     STEEL_WALL: Sprite((130, 140, 150)),
+    EXPLOSION: Sprite((240, 120, 30), "x", (250, 220, 60)),
     **{closed: Sprite(rgb, "x", (20, 20, 20)) for closed, rgb in zip(CLOSED_GATES, _COLOURS, strict=True)},
     **{opened: Sprite(_GROUND, "frame", rgb) for opened, rgb in zip(OPEN_GATES, _COLOURS, strict=True)},
     **{key: Sprite(_GROUND, "triangle", rgb) for key, rgb in zip(KEYS, _COLOURS, strict=True)},
@@ -89,8 +111,9 @@ for _i, _code in enumerate(_SPRITE_OF_CODE):
 _SPRITES = tuple(_SPRITE_OF_CODE.values())
 _TEXT = {
     AGENT: "@", EMPTY: " ", DIRT: ".", DIAMOND: "*", DIAMOND_FALLING: "*", EXIT_CLOSED: "E", EXIT_OPEN: "O",
-    AGENT_IN_EXIT: "&", BRICK_WALL: "#", STEEL_WALL: "X", **dict(zip(CLOSED_GATES, "RBGY", strict=True)),
-    **dict(zip(OPEN_GATES, "rbgy", strict=True)), **dict(zip(KEYS, "1234", strict=True)),
+    AGENT_IN_EXIT: "&", BRICK_WALL: "#", STEEL_WALL: "X", EXPLOSION: "%",
+    **dict(zip(CLOSED_GATES, "RBGY", strict=True)), **dict(zip(OPEN_GATES, "rbgy", strict=True)),
+    **dict(zip(KEYS, "1234", strict=True)),
 }  # fmt: skip
 
 
@@ -131,6 +154,8 @@ class BoulderDash(Domain[BoulderDashState]):
     def encode(self, state: BoulderDashState) -> list[int]:
         if state.gems:
             raise ValueError("a BoulderDash state with collected diamonds cannot be written as a level")
+        if self.is_dead(state):
+            raise ValueError("a BoulderDash state whose agent was killed cannot be written as a level")
         return [state.board.rows, state.board.cols, state.board.extra, *state.grid]
 
     def grid_codes(self, state: BoulderDashState) -> list[int]:
@@ -138,9 +163,10 @@ class BoulderDash(Domain[BoulderDashState]):
 
     def step(self, state: BoulderDashState, action: int) -> BoulderDashState:
         grid = state.grid
-        if grid[state.agent] == AGENT_IN_EXIT:
+        if grid[state.agent] != AGENT:  # in the exit or killed: the episode is over
             return state
-        moves = state.board.moves[action]
+        board = state.board
+        moves = board.moves[action]
         target = moves[state.agent]
         code = grid[target] if target >= 0 else BRICK_WALL
         if code in OPEN_GATES:
@@ -149,25 +175,41 @@ class BoulderDash(Domain[BoulderDashState]):
             enterable = code in _LANDABLE
         else:
             enterable = code in _ENTERABLE
-        if not enterable:  # the agent stays; only the end-of-step scan can change the grid
-            opened = _open_exit(grid, state.gems, state.board.extra)
-            return state if opened is grid else BoulderDashState(opened, state.agent, state.gems, state.board)
-        new = bytearray(grid)
-        new[state.agent] = EMPTY
         gems = state.gems
-        if code in _DIAMONDS:
-            gems += 1
-        elif code in _KEY_GATE:
-            closed, opened_gate = _KEY_GATE[code]
-            new = new.replace(bytes([closed]), bytes([opened_gate]))
-        new[target] = AGENT_IN_EXIT if code == EXIT_OPEN else AGENT
-        return BoulderDashState(_open_exit(bytes(new), gems, state.board.extra), target, gems, state.board)
+        if enterable:
+            new = bytearray(grid)
+            new[state.agent] = EMPTY
+            if code in _DIAMONDS:
+                gems += 1
+            elif code in _KEY_GATE:
+                closed, opened_gate = _KEY_GATE[code]
+                new = new.replace(bytes([closed]), bytes([opened_gate]))
+            new[target] = AGENT_IN_EXIT if code == EXIT_OPEN else AGENT
+        elif DIAMOND_FALLING in grid:
+            new, target = bytearray(grid), state.agent
+        else:  # the agent stays and nothing falls; only the exit can change
+            opened = _open_exit(grid, gems, board.extra)
+            return state if opened is grid else BoulderDashState(opened, state.agent, gems, board)
+        if DIAMOND_FALLING in new:
+            _update_falling_diamonds(new, board.cols)
+        return BoulderDashState(_open_exit(bytes(new), gems, board.extra), target, gems, board)
 
     def is_goal(self, state: BoulderDashState) -> bool:
         return state.grid[state.agent] == AGENT_IN_EXIT
 
+    def is_dead(self, state: BoulderDashState) -> bool:
+        """The agent was killed by a falling diamond (its cell holds the explosion)."""
+        return state.grid[state.agent] == EXPLOSION
+
     def solver_key(self, state: BoulderDashState) -> Any:
-        """Dirt and empty cells act alike with gravity off, so the solver merges them."""
+        """Dirt and empty cells act alike while nothing falls, so the solver then merges them.
+
+        A falling diamond falls into empty cells but lands on dirt, so a state holding
+        one keeps its dirt; resting diamonds never start falling with gravity off, so
+        once the falling ones have landed the merge is sound for every later state.
+        """
+        if DIAMOND_FALLING in state.grid:
+            return (state.grid, state.gems)
         return (state.grid.translate(_DIRT_TO_EMPTY), state.gems)
 
     def heuristic(self, state: BoulderDashState) -> float:
@@ -176,7 +218,7 @@ class BoulderDash(Domain[BoulderDashState]):
             return 0.0
         missing = max(0, state.board.extra - state.gems)
         exits = [i for i, code in enumerate(state.grid) if code in (EXIT_CLOSED, EXIT_OPEN)]
-        if not exits:
+        if not exits or self.is_dead(state):
             return float("inf")
         distance = manhattan(state.agent, exits[0], state.board.cols)
         return float(max(missing + 1, (distance + 1) // 2))
@@ -192,7 +234,10 @@ class BoulderDash(Domain[BoulderDashState]):
         cols = state.board.cols
         lines = ["".join(_TEXT[c] for c in state.grid[r * cols : (r + 1) * cols]) for r in range(state.board.rows)]
         border = "+" + "-" * cols + "+"
-        legend = "@ agent . dirt * diamond E/O exit closed/open # wall R/B/G/Y closed gate r/b/g/y open gate 1-4 key"
+        legend = (
+            "@ agent . dirt * diamond E/O exit closed/open # wall R/B/G/Y closed gate r/b/g/y open gate 1-4 key"
+            " % explosion"
+        )
         return "\n".join(
             [border, *(f"|{line}|" for line in lines), border,
              f"diamonds: {state.gems} of {state.board.extra} required", legend]
@@ -230,13 +275,62 @@ class BoulderDash(Domain[BoulderDashState]):
 
 
 def _open_exit(grid: bytes, gems: int, required: int) -> bytes:
-    """The end-of-step scan (gravity off): the closed exit opens once enough diamonds are collected.
+    """The exit part of the end-of-step scan: the closed exit opens once enough diamonds are collected.
 
-    Returns `grid` itself when nothing changes.
+    Returns `grid` itself when nothing changes. Falling diamonds treat a closed and an
+    open exit alike (neither is empty, the agent or rounded), so this may run after them.
     """
     if gems >= required and EXIT_CLOSED in grid:
         return grid.replace(bytes([EXIT_CLOSED]), bytes([EXIT_OPEN]))
     return grid
+
+
+def _update_falling_diamonds(grid: bytearray, cols: int) -> None:
+    """The falling-diamond part of the end-of-step scan, in place, in row-major order.
+
+    A diamond that fell or rolled right lands on a cell the scan has not reached yet;
+    the reference marks such cells as updated and skips them, and so does `entered`.
+    """
+    entered: set[int] = set()
+    index = grid.find(DIAMOND_FALLING)
+    while index >= 0:
+        if index not in entered:
+            _update_falling_diamond(grid, index, cols, entered)
+        index = grid.find(DIAMOND_FALLING, index + 1)
+
+
+def _update_falling_diamond(grid: bytearray, index: int, cols: int, entered: set[int]) -> None:
+    """Fall, explode on the agent, roll off a rounded cell, or land (the reference's order)."""
+    below = index + cols
+    if below >= len(grid):  # on the bottom row: nothing below to fall into or roll off
+        grid[index] = DIAMOND
+        return
+    under = grid[below]
+    if under == EMPTY:
+        grid[index], grid[below] = EMPTY, DIAMOND_FALLING
+        entered.add(below)
+        return
+    if under == AGENT:
+        _explode(grid, below, cols)
+        return
+    if under in _ROUNDED:
+        column = index % cols
+        for side, allowed in ((-1, column > 0), (1, column < cols - 1)):
+            if allowed and grid[index + side] == EMPTY and grid[below + side] == EMPTY:
+                grid[index], grid[index + side] = EMPTY, DIAMOND_FALLING
+                entered.add(index + side)
+                return
+    grid[index] = DIAMOND
+
+
+def _explode(grid: bytearray, centre: int, cols: int) -> None:
+    """Blow up the agent at `centre`: it and its consumable neighbours (diagonals too) become explosions."""
+    rows = len(grid) // cols
+    row, column = divmod(centre, cols)
+    for r in range(max(row - 1, 0), min(row + 2, rows)):
+        for c in range(max(column - 1, 0), min(column + 2, cols)):
+            if grid[r * cols + c] in _CONSUMABLE:
+                grid[r * cols + c] = EXPLOSION
 
 
 # -- the generator's fixed map: five rooms (four corner rooms and a central ring) -------

@@ -107,17 +107,23 @@ _SPRITES = (
 )
 _NO_INVENTORY = bytes(NUM_CODES)
 
+#: The count of each item, indexed by item code. Counts are unbounded, as in the
+#: reference: one byte per count while every count is at most 255 (the usual case;
+#: cheap to copy, and its hash is cached), a tuple of ints once one is larger.
+#: `_recount` always picks the byte form when it fits, so equal counts compare equal.
+Inventory = bytes | tuple[int, ...]
+
 
 class CraftWorldState(NamedTuple):
     """A CraftWorld position; `board.extra` is the level's goal item code."""
 
     grid: bytes
     agent: int
-    inventory: bytes  # count of each item code (index = code); at most 255 each
+    inventory: Inventory
     board: Board
 
 
-def inventory_items(inventory: bytes) -> list[list[int]]:
+def inventory_items(inventory: Inventory) -> list[list[int]]:
     """The held items as sorted ``[code, count]`` pairs (the reference trace form)."""
     return [[code, count] for code, count in enumerate(inventory) if count]
 
@@ -186,14 +192,7 @@ class CraftWorld(Domain[CraftWorldState]):
         """Empty `cell`, add `gained` to and remove `spent` from the inventory."""
         grid = bytearray(state.grid)
         grid[cell] = EMPTY
-        inventory = bytearray(state.inventory)
-        for item in gained:
-            if inventory[item] == 255:
-                raise OverflowError("CraftWorld inventories hold at most 255 of an item")
-            inventory[item] += 1
-        for item in spent:
-            inventory[item] -= 1
-        return CraftWorldState(bytes(grid), state.agent, bytes(inventory), state.board)
+        return CraftWorldState(bytes(grid), state.agent, _recount(state.inventory, gained, spent), state.board)
 
     @staticmethod
     def _craft(state: CraftWorldState, station: int) -> CraftWorldState:
@@ -201,13 +200,7 @@ class CraftWorld(Domain[CraftWorldState]):
         held = state.inventory
         for output, inputs in RECIPES[station]:
             if all(held[item] for item in inputs):
-                inventory = bytearray(held)
-                for item in inputs:
-                    inventory[item] -= 1
-                if inventory[output] == 255:
-                    raise OverflowError("CraftWorld inventories hold at most 255 of an item")
-                inventory[output] += 1
-                return CraftWorldState(state.grid, state.agent, bytes(inventory), state.board)
+                return CraftWorldState(state.grid, state.agent, _recount(held, (output,), inputs), state.board)
         return state
 
     def is_goal(self, state: CraftWorldState) -> bool:
@@ -243,7 +236,11 @@ class CraftWorld(Domain[CraftWorldState]):
         planes = np.full((len(states), rows + 4, cols + 4), EMPTY, dtype=np.uint8)
         planes[:, 1:-1, 1:-1] = WALL
         planes[:, 2:-2, 2:-2] = stack_grids([s.grid for s in states], rows, cols)
-        counts = np.frombuffer(b"".join(s.inventory for s in states), dtype=np.uint8).reshape(len(states), NUM_CODES)
+        inventories = [s.inventory for s in states]
+        try:
+            counts = np.frombuffer(b"".join(inventories), dtype=np.uint8).reshape(len(states), NUM_CODES)
+        except TypeError:  # a tuple inventory (a count above 255) in the batch
+            counts = np.array([tuple(inventory) for inventory in inventories], dtype=np.int64)
         for column, item, minimum in INVENTORY_MARKERS:
             if column < cols + 4:
                 planes[:, 0, column] = np.where(counts[:, item] >= minimum, item, EMPTY)
@@ -327,7 +324,25 @@ class CraftWorld(Domain[CraftWorldState]):
         return self.parse([size, size, goal_code, *grid.ravel().tolist()])
 
 
-def _uses_needed(item: int, held: bytes, visiting: set[int]) -> int:
+def _recount(held: Inventory, gained: tuple[int, ...], spent: tuple[int, ...]) -> Inventory:
+    """`held` with one more of each `gained` item and one fewer of each `spent` item.
+
+    Stays in the byte form unless a gained count passes 255; a tuple inventory goes
+    back to bytes once every count fits again.
+    """
+    counts: bytearray | list[int] = bytearray(held) if type(held) is bytes else list(held)
+    for item in spent:
+        counts[item] -= 1
+    for item in gained:
+        if counts[item] == 255 and type(counts) is bytearray:
+            counts = list(counts)
+        counts[item] += 1
+    if type(counts) is bytearray or max(counts) <= 255:
+        return bytes(counts)
+    return tuple(counts)
+
+
+def _uses_needed(item: int, held: Inventory, visiting: set[int]) -> int:
     """A lower bound on the Use actions that obtain one more `item` (0 if held)."""
     if held[item]:
         return 0

@@ -6,8 +6,10 @@ cell beyond is in the grid and neither wall nor box; boxes are never pulled. The
 is reached when no goal cell lacks a box. Dead ends are not detected.
 
 Cell codes: 0 agent, 1 wall, 2 box, 3 goal, 4 floor, 5 agent on a goal, 6 box on a
-goal. The reference loader rejects 5 and 6 (an off-by-one), this one accepts them so
-that every position can be written as a level.
+goal. The reference loader rejects 5 and 6 (an off-by-one), so the official level
+format has codes 0-4 only; this one accepts 5 and 6 as an extension, so that every
+position can be written as a level. The generator writes official-format levels
+unless asked for the agent to be allowed to start on a goal.
 
 Observations: the compact 4-channel form the paper uses (agent, wall, box, goal; a box
 or the agent on a goal also sets the goal channel; floor is all zero), or the
@@ -193,6 +195,7 @@ class Sokoban(Domain[SokobanState]):
         max_depth: int = 300,
         max_states: int = 20000,
         tries: int = 20,
+        agent_on_goal: bool = False,
     ) -> SokobanState:
         """A solvable level by reverse play (spec section 4.6).
 
@@ -208,9 +211,12 @@ class Sokoban(Domain[SokobanState]):
            best position becomes the level: reversing its pulls gives pushes, so
            every level is solvable by construction.
 
-        A room where no position scores above zero is discarded and a new one carved,
-        up to `tries` times. The box-change count is tracked per path (gym-sokoban
-        miscounts it by passing the previous pull forward).
+        Positions with the agent on a goal are passed over as the level unless
+        `agent_on_goal` is set: the official level format cannot express them (code
+        5 is an extension), so by default every level can be read by the reference
+        tools. A room where no position scores above zero is discarded and a new one
+        carved, up to `tries` times. The box-change count is tracked per path
+        (gym-sokoban miscounts it by passing the previous pull forward).
         """
         if size < 4 or boxes < 1:
             raise ValueError("a Sokoban level needs size >= 4 and at least one box")
@@ -222,7 +228,7 @@ class Sokoban(Domain[SokobanState]):
                 continue
             picks = [int(i) for i in rng.choice(cells, size=boxes + 1, replace=False)]
             agent, goals = picks[0], tuple(picks[1:])
-            found = _reverse_play(floor, size, agent, goals, max_depth, max_states)
+            found = _reverse_play(floor, size, agent, goals, max_depth, max_states, agent_on_goal)
             if found is not None:
                 agent, box_cells = found
                 level = [FLOOR if open_ else WALL for open_ in floor]
@@ -289,9 +295,18 @@ def _carve_room(rng: np.random.Generator, size: int, steps: int, turn_probabilit
 
 
 def _reverse_play(
-    floor: list[bool], size: int, agent: int, goals: tuple[int, ...], max_depth: int, max_states: int
+    floor: list[bool],
+    size: int,
+    agent: int,
+    goals: tuple[int, ...],
+    max_depth: int,
+    max_states: int,
+    agent_on_goal: bool,
 ) -> tuple[int, tuple[int, ...]] | None:
-    """The best-scoring (agent, boxes) position reachable by moves and pulls, or None."""
+    """The best-scoring (agent, boxes) position reachable by moves and pulls, or None.
+
+    Positions with the agent on a goal are explored but only chosen if `agent_on_goal`.
+    """
     moves = Board.of(size, size).moves
     goal_rc = [divmod(g, size) for g in goals]
     goal_set = frozenset(goals)
@@ -304,7 +319,7 @@ def _reverse_play(
         if (player, boxes) in explored:
             continue
         explored.add((player, boxes))
-        if changes and not goal_set.intersection(boxes):
+        if changes and not goal_set.intersection(boxes) and (agent_on_goal or player not in goal_set):
             displacement = sum(
                 abs(br - gr) + abs(bc - gc)
                 for (br, bc), (gr, gc) in zip((divmod(b, size) for b in boxes), goal_rc, strict=True)
