@@ -38,7 +38,11 @@ LOCKSTEP_N = 32
 EFFICIENCY_TARGET = 0.8
 MODES = ("exact", "buffered-32", "lockstep-32")
 #: Benchmarked variants: (run.algorithm, subgoal.conditioning).
-VARIANTS = {"phs": ("phs", "code"), "phs-sg-code": ("phs-sg", "code"), "phs-sg-state": ("phs-sg", "state")}
+VARIANTS = {
+    "phs": ("phs", "code-vector"),
+    "phs-sg-code": ("phs-sg", "code-vector"),
+    "phs-sg-state": ("phs-sg", "decoded-state"),
+}
 
 
 class CountingEvaluator:

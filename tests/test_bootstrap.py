@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -10,6 +12,7 @@ from sgps.errors import CheckpointError
 from sgps.models import FlatNetwork, FlatNetworkConfig
 from sgps.search import make_algorithm
 from sgps.training import Bootstrap, BootstrapConfig, FlatLearner, FlatMethod, LearnerConfig, RunDirectory
+from sgps.training.bootstrap import is_better_validation
 
 CONFIG = BootstrapConfig(seed=3, batch_size=4, initial_budget=60, max_iterations=3, checkpoint_every=2)
 
@@ -43,8 +46,11 @@ def test_a_run_writes_its_directory_and_stops(tmp_path):
     assert len(train) == 12 * state.iteration and {row["budget"] for row in train} >= {"60"}
     assert len(run_dir.read("validate")) == 6 * state.iteration
     outstanding = run_dir.read("outstanding")
-    assert len(outstanding) == 3 * state.iteration
+    assert len(outstanding) == 1 + 3 * state.iteration
+    assert [outstanding[0][k] for k in ("batch", "cumulative_expansions", "outstanding")] == ["-1", "0", "12"]
     assert int(outstanding[-1]["outstanding"]) == 12 - len(state.solved)
+    seconds = [float(row["seconds"]) for row in outstanding]
+    assert seconds == sorted(seconds) and seconds[-1] > 0
     for name in ("latest.safetensors", "best.safetensors", "trainer.pt"):
         assert (run_dir.checkpoints / name).exists()
     assert (run_dir.path / "config.toml").read_text().startswith("[bootstrap]")
@@ -79,3 +85,25 @@ def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
     (bootstrap.run_dir.checkpoints / "trainer.pt").write_bytes(b"broken")
     with pytest.raises(CheckpointError, match="not a readable trainer checkpoint"):
         bootstrap.resume()
+
+
+def test_a_run_stops_once_every_training_problem_is_solved(tmp_path):
+    config = BootstrapConfig(seed=3, batch_size=4, initial_budget=5000, max_iterations=5)
+    bootstrap = make_run(tmp_path / "run", config)
+    state = bootstrap.run()
+    assert len(state.solved) == 12 and state.iteration == 1  # the first pass solved all, validation not yet 90%
+    outstanding = bootstrap.run_dir.read("outstanding")
+    assert (outstanding[0]["cumulative_expansions"], outstanding[0]["outstanding"]) == ("0", "12")
+    assert outstanding[-1]["outstanding"] == "0"
+    assert "every training problem is solved" in (bootstrap.run_dir.path / "log.txt").read_text()
+    # The reference's loop runs on until the validation rule instead.
+    config = dataclasses.replace(config, stop_when_all_solved=False, max_iterations=2, validation_ratio=1.0)
+    assert make_run(tmp_path / "on", config).run().iteration == 2
+
+
+def test_the_best_model_is_the_one_solving_most_validation_problems_then_the_shortest_total():
+    assert is_better_validation(5, 900, best_solved=4, best_length=100)
+    assert is_better_validation(5, 90, best_solved=5, best_length=100)
+    assert not is_better_validation(5, 100, best_solved=5, best_length=100)
+    assert not is_better_validation(4, 10, best_solved=5, best_length=100)
+    assert is_better_validation(0, 0, best_solved=-1, best_length=0)  # the first pass always counts

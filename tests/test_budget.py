@@ -46,9 +46,17 @@ def test_lts_cm_needs_both_conditions_to_halve():
     assert lts_cm(Budgets(B0, B0), outcome, B0) == Budgets(8000 + 100_000 // 90, 8000 + 100_000 // 90)
 
 
-def test_lts_cm_paper_form():
+def test_lts_cm_paper_form_first_pass_compares_with_a_previous_count_of_zero():
+    # Anything solved in the first pass is more than (1 + b) x 0: halve, not below B_0.
     first = PassOutcome(100, 0, 10, 10, 5000)
-    assert lts_cm_paper(Budgets(B0, B0), first, B0) == Budgets(8000 + 5000 // 90, 8000 + 5000 // 90)
+    assert lts_cm_paper(Budgets(B0, B0), first, B0) == Budgets(B0, B0)
+    assert lts_cm_paper(Budgets(3 * B0, 3 * B0), first, B0) == Budgets(6000, 6000)
+    # Nothing solved: 0 > 0 is false, so B <- 2B + T/s with T = 0.
+    nothing = PassOutcome(100, 0, 0, 0, 0)
+    assert lts_cm_paper(Budgets(B0, B0), nothing, B0) == Budgets(8000, 8000)
+
+
+def test_lts_cm_paper_form():
     better = PassOutcome(100, 10, 30, 30, 9000, previous_successes=10)
     assert lts_cm_paper(Budgets(9000, 9000), better, B0) == Budgets(4500, 4500)
     same = PassOutcome(100, 30, 31, 11, 9000, previous_successes=10)

@@ -27,7 +27,7 @@ def two_cliques(size: int = 6) -> np.ndarray:
     return np.array([*first, *second, (size - 1, size)])
 
 
-@pytest.mark.parametrize("mode", ["code", "paper"])
+@pytest.mark.parametrize("mode", ["reference", "louvain"])
 def test_louvain_separates_two_cliques_joined_by_one_edge(mode):
     edges = two_cliques()
     membership = louvain_phase(WeightedGraph.from_edges(12, edges), 1.0, seed=0)
@@ -62,7 +62,7 @@ def test_the_code_hierarchy_has_the_budget_dependent_star_levels_and_ends_in_one
 
 
 def test_level_choice_follows_the_rule_and_never_picks_a_level_without_neighbours():
-    levels = build_hierarchy(12, two_cliques(), budget=4000, mode="paper")  # G0, two clusters
+    levels = build_hierarchy(12, two_cliques(), budget=4000, mode="louvain")  # G0, two clusters
     single = ClusterLevel(np.zeros(12, dtype=np.int64), (np.zeros(0, dtype=np.int64),))  # no self-loop
     levels = [*levels, single, single]
     assert choose_level(levels, 0) == len(levels) // 2 - 1 == 1
@@ -80,7 +80,7 @@ def failed_tree():
     return domain, result
 
 
-@pytest.mark.parametrize("mode", ["code", "paper"])
+@pytest.mark.parametrize("mode", ["reference", "louvain"])
 def test_pairs_come_from_neighbouring_clusters_in_ancestor_relation_and_their_paths_replay(failed_tree, mode):
     domain, result = failed_tree
     graph = result.graph

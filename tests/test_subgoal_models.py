@@ -21,7 +21,7 @@ from sgps.models import (
 SHAPE = (3, 5, 6)
 
 
-def tiny_config(conditioning: str = "code", **changes) -> SubgoalModelConfig:
+def tiny_config(conditioning: str = "code-vector", **changes) -> SubgoalModelConfig:
     sizes = dict(code_dim=8, vq_channels=8, vq_blocks=1, channels=8, blocks=1, hidden=16,
                  unconditional_channels=8, unconditional_blocks=1)  # fmt: skip
     return SubgoalModelConfig(SHAPE, 4, conditioning=conditioning, **{**sizes, **changes})
@@ -81,9 +81,9 @@ def test_a_checkpoint_of_another_model_or_variant_is_refused(tmp_path):
     save_checkpoint(tmp_path / "flat.safetensors", flat)
     with pytest.raises(CheckpointError, match="another architecture"):
         load_checkpoint(tmp_path / "flat.safetensors", SubgoalModel(tiny_config()))
-    save_checkpoint(tmp_path / "code.safetensors", SubgoalModel(tiny_config("code")))
-    with pytest.raises(CheckpointError, match="conditioning: file 'code', network 'state'"):
-        load_checkpoint(tmp_path / "code.safetensors", SubgoalModel(tiny_config("state")))
+    save_checkpoint(tmp_path / "code.safetensors", SubgoalModel(tiny_config("code-vector")))
+    with pytest.raises(CheckpointError, match="conditioning: file 'code-vector', network 'decoded-state'"):
+        load_checkpoint(tmp_path / "code.safetensors", SubgoalModel(tiny_config("decoded-state")))
 
 
 def random_components(batch: int = 5, k: int = 3, actions: int = 4, seed: int = 0):
@@ -139,7 +139,7 @@ def test_mixture_rejects_bad_arguments():
         mix(log_high, log_low, log_unconditional, 0.5, "harmonic")
 
 
-@pytest.mark.parametrize("conditioning", ["code", "state"])
+@pytest.mark.parametrize("conditioning", ["code-vector", "decoded-state"])
 def test_both_variants_give_one_policy_per_code_consistent_with_single_code_conditioning(conditioning):
     torch.manual_seed(0)
     model = SubgoalModel(tiny_config(conditioning)).eval()

@@ -27,11 +27,12 @@ def low_policy_loss(method, samples) -> float:
     """The conditional low policy's Levin loss on every sampled (state, target, action) row."""
     learner, model = method.learner, method.model
     observations = torch.from_numpy(samples.observations)
-    pairs = torch.from_numpy(samples.low_pairs)
-    codes = learner.codes(observations, pairs[:, 0], pairs[:, 1])
+    low = samples.low
+    states, targets = torch.from_numpy(low.states), torch.from_numpy(low.targets)
+    codes = learner.codes(observations, states, targets)
     with torch.no_grad():
-        logits = model.conditioned_on_codes(model.low, observations[pairs[:, 0]], codes)
-        return levin_loss(logits, torch.from_numpy(samples.low_actions), torch.from_numpy(samples.low_weights)).item()
+        logits = model.conditioned_on_codes(model.low, observations[states], codes)
+        return levin_loss(logits, torch.from_numpy(low.actions), torch.from_numpy(low.weights)).item()
 
 
 def test_failed_trees_alone_teach_the_conditional_low_policy():
@@ -42,11 +43,11 @@ def test_failed_trees_alone_teach_the_conditional_low_policy():
     assert not any(r.solved for r in results)
     samples = collect_samples(domain, results, method.settings.sampling(), (5.0, 1.0), np.random.default_rng(0))
     assert samples.failed_trees == 8 and len(samples.pair_lengths) == 8 * 5 and samples.segments == 0
-    assert len(samples.high_pairs) == 0 and len(samples.low_pairs) == sum(samples.pair_lengths)
+    assert len(samples.high) == 0 and len(samples.low) == sum(samples.pair_lengths)
     before = low_policy_loss(method, samples)
     for _ in range(10):
         losses = method.learner.update(samples, results, domain)
-        assert losses["high"] is None and losses["unconditional"] is None  # failed trees train neither
+        assert losses["loss_high"] is None and losses["loss_unconditional"] is None  # failed trees train neither
     after = low_policy_loss(method, samples)
     assert after < 0.8 * before, (before, after)
 
@@ -59,7 +60,7 @@ def test_normalised_low_weights_take_the_budget_out_of_the_loss_scale():
         method = tiny_method(domain, levels[0], normalise_low_weights=normalise)
         results = search_lockstep(domain, levels, method.algorithm, method.evaluator(), budget=150, record_graph=True)
         samples = collect_samples(domain, results, method.settings.sampling(), (5.0, 1.0), np.random.default_rng(0))
-        losses[normalise] = method.learner.update(samples, results, domain)["low"]
+        losses[normalise] = method.learner.update(samples, results, domain)["loss_low"]
     uniform = math.log(domain.num_actions)  # every weight is 150: normalised, the loss is a plain cross-entropy
     assert 0.5 * uniform < losses[True] < 2 * uniform and losses[False] > 50 * uniform
 
@@ -87,7 +88,7 @@ def test_exhausted_trees_give_pairs_only_when_asked():
     assert default is None  # the reference learns nothing from an exhausted search
     samples = collect_samples(domain, [result], method.settings.sampling(), (5.0, 1.0), np.random.default_rng(0))
     assert samples.failed_trees == 1 and len(samples.pair_lengths) == 5
-    assert len(samples.low_pairs) == sum(samples.pair_lengths) and (samples.low_weights == result.expanded).all()
+    assert len(samples.low) == sum(samples.pair_lengths) and (samples.low.weights == result.expanded).all()
 
 
 def make_run(path, *, fresh=True):
@@ -139,7 +140,9 @@ def test_train_test_and_draw_subgoals_from_the_command_line(tmp_path, capsys):
     png = tmp_path / "subgoals.png"
     capsys.readouterr()
     assert main(["subgoals", str(run), "--problems", str(tests), "--index", "1", "--png", str(png)]) == 0
-    assert png.read_bytes().startswith(b"\x89PNG") and "code 0: p=" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert png.read_bytes().startswith(b"\x89PNG") and "code 0: p=" in out
+    assert "pairs per code in the last training batch: code 0: " in out  # the codebook's use is shown
 
 
 def test_subgoals_of_a_flat_run_is_a_clear_error(tmp_path, capsys):

@@ -14,7 +14,7 @@ def levin_loss(
     The weight follows the LevinTS / PHS* bound, in which expansions scale as d / π.
     With `normalise`, the weights are divided by their mean over the minibatch: the
     relative weighting stays, the loss scale no longer grows with the budget (the
-    optional fix of spec/algorithms.md Q19).
+    option `subgoal.normalise_low_weights`).
     """
     if normalise:
         weights = weights / weights.mean()

@@ -9,10 +9,10 @@
 
 Two ways to condition on subgoal k (`conditioning`):
 
-- ``code`` (the reference's default, variant F): one trunk pass per state gives
-  features f(s); an MLP reads (f(s), e_k) for each code vector e_k;
-- ``state`` (the paper's text, variant D): decode the subgoal ŝ_k (softmax per
-  cell) and run a trunk on (s, ŝ_k), K times per state.
+- ``code-vector`` (the reference's default, variant F): one trunk pass per state
+  gives features f(s); an MLP reads (f(s), e_k) for each code vector e_k;
+- ``decoded-state`` (the paper's text, variant D): decode the subgoal ŝ_k (softmax
+  per cell) and run a trunk on (s, ŝ_k), K times per state.
 
 `mix` combines them into one policy: ``geometric`` (the reference: log-linear pooling
 of the K conditional policies weighted (1 - α)·π_hi(k|s) and π_unc weighted α) or
@@ -31,7 +31,7 @@ from sgps.models.flat import FlatNetwork, FlatNetworkConfig
 from sgps.models.resnet import ResNetTrunk
 from sgps.models.vqvae import VQVAE
 
-CONDITIONINGS = ("code", "state")
+CONDITIONINGS = ("code-vector", "decoded-state")
 MIXTURES = ("geometric", "arithmetic")
 #: Added to probabilities before the logarithm in the geometric mixture (as the reference).
 LOG_FLOOR = 1e-8
@@ -43,8 +43,9 @@ class SubgoalModelConfig:
 
     observation_shape: tuple[int, int, int]  # (C, H, W)
     num_actions: int
-    conditioning: str = "code"
+    conditioning: str = "code-vector"
     codebook_size: int = 4
+    codebook: str = "standardised"  # how the codebook is kept in use (`sgps.models.vqvae.CODEBOOKS`)
     code_dim: int = 128
     vq_channels: int = 128
     vq_blocks: int = 4
@@ -112,9 +113,9 @@ class SubgoalModel(nn.Module):
     def __init__(self, config: SubgoalModelConfig) -> None:
         super().__init__()
         self.config = config
-        conditioned = CodeConditioned if config.conditioning == "code" else StateConditioned
+        conditioned = CodeConditioned if config.conditioning == "code-vector" else StateConditioned
         self.vqvae = VQVAE(config.observation_shape, config.codebook_size, config.code_dim,
-                           config.vq_channels, config.vq_blocks)  # fmt: skip
+                           config.vq_channels, config.vq_blocks, codebook=config.codebook)  # fmt: skip
         self.high = conditioned(config, 1)
         self.low = conditioned(config, config.num_actions)
         self.unconditional = FlatNetwork(
@@ -135,7 +136,7 @@ class SubgoalModel(nn.Module):
     def conditioned_on_codes(self, network: nn.Module, states: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
         """`network`'s outputs [B, out] with each state conditioned on its code index ([B])."""
         vectors = self.vqvae.codebook.vectors[codes]
-        if self.config.conditioning == "code":
+        if self.config.conditioning == "code-vector":
             return network(states, vectors)
         with torch.no_grad():
             subgoals = self.soft_subgoals(states, vectors)
@@ -148,7 +149,7 @@ class SubgoalModel(nn.Module):
 
         `decoded`: the `decoded_subgoals` of `states` when already computed (state conditioning).
         """
-        if self.config.conditioning == "code":
+        if self.config.conditioning == "code-vector":
             return network.for_every_code(states, self.vqvae.codebook.vectors)
         repeated, subgoals = decoded if decoded is not None else self.decoded_subgoals(states)
         return network(repeated, subgoals).view(states.shape[0], self.config.codebook_size, -1)
@@ -164,7 +165,7 @@ class SubgoalModel(nn.Module):
 
     def components(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log π_hi [B, K], log π_low [B, K, |A|], log π_unc [B, |A|], h [B]) for a batch of states."""
-        decoded = self.decoded_subgoals(states) if self.config.conditioning == "state" else None
+        decoded = self.decoded_subgoals(states) if self.config.conditioning == "decoded-state" else None
         log_high = torch.log_softmax(self.for_every_code(self.high, states, decoded).squeeze(2), dim=1)
         log_low = torch.log_softmax(self.for_every_code(self.low, states, decoded), dim=2)
         logits, heuristic = self.unconditional(states)

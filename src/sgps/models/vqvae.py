@@ -10,7 +10,29 @@ gives the K subgoals the generator proposes for s.
 The codebook is learned with exponential moving averages (Sonnet-style, bias
 corrected, Laplace smoothed). It and its statistics are registered buffers updated
 *in place*, with their step counter, so a checkpoint holds the codebook that
-training used (the reference rebinds them and saves the initial codebook; quirk Q2).
+training used (the reference rebinds them and saves the initial codebook).
+
+With the reference's update alone the codebook collapses to one code. The encoder's
+outputs for different pairs lie within about 0.01 of each other (a global average
+over boards whose two states differ in a few cells), while the codes sit about 1
+apart: the first minibatch sends every pair to the code nearest that tight cloud,
+the EMA sets every other code to the zero vector, and they are never chosen again, so
+π^SG runs with one subgoal. `CODEBOOKS` names three behaviours:
+
+- ``reference``: the EMA update alone (the collapse above);
+- ``restart``: after each EMA step, every code whose average use falls below
+  `DEAD_CODE_THRESHOLD` pairs per minibatch is moved onto the encoding of this
+  minibatch that the codebook represents worst (the restarts of Dhariwal et al.
+  2020, made deterministic). On its own this does not hold: the cloud drifts
+  faster than the EMA follows, and the code nearest the drift takes every pair again;
+- ``standardised`` (the default): restarts, and the encodings are standardised per
+  dimension with the statistics of the batch being quantised (as batch
+  normalisation without affine terms) before the nearest code is looked up. The
+  cloud then has unit spread around the origin whatever its raw scale and drift, so
+  the codes, initialised in (−√3, √3), stay spread among the encodings. Coding a
+  single pair falls back on running statistics.
+
+docs/subgoals.md has the measurements behind the default.
 """
 
 from __future__ import annotations
@@ -23,14 +45,23 @@ from torch import nn
 
 from sgps.models.resnet import ResNetTrunk
 
+CODEBOOKS = ("standardised", "restart", "reference")
+#: A code used by fewer pairs than this per minibatch (bias-corrected EMA count) is restarted.
+DEAD_CODE_THRESHOLD = 1.0
+#: Momentum of the running encoding statistics (used only to code a single pair).
+RUNNING_MOMENTUM = 0.1
+
 
 class EMACodebook(nn.Module):
     """K code vectors of dimension D, moved towards the mean of the encodings assigned to each."""
 
-    def __init__(self, size: int, dim: int, decay: float = 0.99, smoothing: float = 1e-5) -> None:
+    def __init__(
+        self, size: int, dim: int, decay: float = 0.99, smoothing: float = 1e-5, restart: bool = True
+    ) -> None:
         super().__init__()
         self.decay = decay
         self.smoothing = smoothing
+        self.restart = restart
         bound = math.sqrt(3.0)
         self.register_buffer("vectors", torch.empty(size, dim).uniform_(-bound, bound))
         self.register_buffer("hidden_counts", torch.zeros(size))
@@ -59,6 +90,51 @@ class EMACodebook(nn.Module):
         total = counts.sum()
         smoothed = (counts + self.smoothing) / (total + self.size * self.smoothing) * total
         self.vectors.copy_(sums / smoothed.unsqueeze(1))
+        if self.restart:
+            self._restart_dead_codes(encodings, counts, correction)
+
+    def _restart_dead_codes(self, encodings: torch.Tensor, counts: torch.Tensor, correction: float) -> None:
+        """Move each code used by fewer than `DEAD_CODE_THRESHOLD` pairs onto a poorly represented encoding.
+
+        The encodings farthest from their nearest code are taken in decreasing order of
+        that distance, one per dead code, so a restarted code splits the cluster that
+        its code summarises worst. Its EMA statistics restart as one pair at that point.
+        """
+        dead = torch.nonzero(counts < DEAD_CODE_THRESHOLD).flatten()
+        if len(dead) == 0:
+            return
+        errors = torch.cdist(encodings, self.vectors).min(dim=1).values
+        farthest = torch.argsort(errors, descending=True, stable=True)[: len(dead)]
+        dead = dead[: len(farthest)]
+        self.vectors[dead] = encodings[farthest]
+        self.hidden_counts[dead] = correction
+        self.hidden_sums[dead] = encodings[farthest] * correction
+
+    @torch.no_grad()
+    def usage(self, codes: torch.Tensor) -> torch.Tensor:
+        """How many of `codes` pick each of the K codes ([K] counts)."""
+        return torch.bincount(codes, minlength=self.size)
+
+
+class Standardiser(nn.Module):
+    """Per-dimension standardisation of a batch of encodings with that batch's statistics."""
+
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("running_mean", torch.zeros(dim))
+        self.register_buffer("running_var", torch.ones(dim))
+
+    def forward(self, encodings: torch.Tensor) -> torch.Tensor:
+        if encodings.shape[0] < 2:
+            mean, var = self.running_mean, self.running_var
+        else:
+            mean, var = encodings.mean(dim=0), encodings.var(dim=0, unbiased=False)
+            if self.training:
+                with torch.no_grad():
+                    self.running_mean.lerp_(mean.detach(), RUNNING_MOMENTUM)
+                    self.running_var.lerp_(var.detach(), RUNNING_MOMENTUM)
+        return (encodings - mean) / torch.sqrt(var + self.eps)
 
 
 class VQVAE(nn.Module):
@@ -72,23 +148,28 @@ class VQVAE(nn.Module):
         channels: int = 128,
         blocks: int = 4,
         commitment: float = 0.25,
+        codebook: str = "standardised",
     ) -> None:
         super().__init__()
+        if codebook not in CODEBOOKS:
+            raise ValueError(f"codebook must be one of {', '.join(CODEBOOKS)}, not {codebook!r}")
         c, h, w = observation_shape
         self.shape = observation_shape
         self.commitment = commitment
         self.encoder = ResNetTrunk(2 * c, channels, blocks)
         self.to_code = nn.Linear(channels, code_dim)
-        self.codebook = EMACodebook(codebook_size, code_dim)
+        self.standardise = Standardiser(code_dim) if codebook == "standardised" else None
+        self.codebook = EMACodebook(codebook_size, code_dim, restart=codebook != "reference")
         self.state_in = nn.Conv2d(c, c, 3, padding=1)
         self.code_in = nn.Linear(code_dim, h * w)
         self.decoder = ResNetTrunk(c + 1, channels, blocks)
         self.decoder_out = nn.Conv2d(channels, c, 3, padding=1)
 
     def encode(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """z_e [B, D] of each (state, target) pair."""
+        """z_e [B, D] of each (state, target) pair (standardised over the batch with the ``standardised`` codebook)."""
         features = self.encoder(torch.cat([states, targets], dim=1))
-        return self.to_code(features.mean(dim=(2, 3)))
+        encodings = self.to_code(features.mean(dim=(2, 3)))
+        return encodings if self.standardise is None else self.standardise(encodings)
 
     def decode(self, states: torch.Tensor, code_vectors: torch.Tensor) -> torch.Tensor:
         """Per-cell channel logits [B, C, H, W] of the subgoal that `code_vectors` [B, D] name for `states`."""

@@ -64,7 +64,7 @@ def uniform_cost(g: int, log_pi: float, h: float) -> float:
 def noisy_log_policy(log_policy: np.ndarray, epsilon: float) -> np.ndarray:
     """ln((1 - ε) π(a) + ε/|A| + 1e-8) for log-probabilities `log_policy` [..., |A|] (spec 1.3).
 
-    ε = 0 is exact (ln(π + 1e-8)), unlike the reference (quirk Q1).
+    ε = 0 is exact (ln(π + 1e-8)), unlike the reference, which sums raw probabilities then.
     """
     if not 0.0 <= epsilon <= 1.0:
         raise ValueError(f"policy noise epsilon must be in [0, 1], got {epsilon}")
@@ -79,7 +79,9 @@ class Algorithm:
     `goal_test_at_expansion` and `reopen` give textbook A* (optimal with an
     admissible heuristic); every other algorithm follows the reference skeleton:
     goal test when a state is generated, and the first generated copy of a state
-    kept for ever.
+    kept for ever. `lazy_duplicates` gives the paper's Algorithm 1 instead: every
+    child enters the open list, and a popped node whose state was already expanded
+    is skipped but counted against the budget.
     """
 
     name: str
@@ -88,18 +90,35 @@ class Algorithm:
     uses_heuristic: bool
     goal_test_at_expansion: bool = False
     reopen: bool = False
+    lazy_duplicates: bool = False
+
+    def __post_init__(self) -> None:
+        if self.lazy_duplicates and self.reopen:
+            raise ValueError("lazy duplicate detection and reopening cannot be combined")
 
 
-def make_algorithm(name: str, *, weight: float = 1.5, plus_one: bool = False) -> Algorithm:
-    """The algorithm called `name`: levin, phs, wastar, astar, gbfs or bfs."""
+#: How a search treats a state generated again: ``eager`` (the reference code: the first
+#: generated copy wins) or ``lazy`` (the paper's pseudo-code: closed set over expanded states).
+DUPLICATE_RULES = ("eager", "lazy")
+
+
+def make_algorithm(name: str, *, weight: float = 1.5, plus_one: bool = False, duplicates: str = "eager") -> Algorithm:
+    """The algorithm called `name`: levin, phs, wastar, astar, gbfs or bfs.
+
+    `plus_one`: LevinTS with the paper's (d + 1)/π instead of the code's g/π.
+    `duplicates`: one of `DUPLICATE_RULES` (A* always reopens instead).
+    """
+    if duplicates not in DUPLICATE_RULES:
+        raise ValueError(f"duplicates must be one of {', '.join(DUPLICATE_RULES)}, not {duplicates!r}")
+    lazy = duplicates == "lazy"
     if name == "levin":
 
         def cost(g: int, log_pi: float, h: float) -> float:
             return levin_cost(g, log_pi, h, plus_one=plus_one)
 
-        return Algorithm("levin", cost, uses_policy=True, uses_heuristic=False)
+        return Algorithm("levin", cost, uses_policy=True, uses_heuristic=False, lazy_duplicates=lazy)
     if name == "phs":
-        return Algorithm("phs", phs_cost, uses_policy=True, uses_heuristic=True)
+        return Algorithm("phs", phs_cost, uses_policy=True, uses_heuristic=True, lazy_duplicates=lazy)
     if name == "wastar":
         if weight < 0:
             raise ValueError(f"the WA* weight must be non-negative, got {weight}")
@@ -107,15 +126,15 @@ def make_algorithm(name: str, *, weight: float = 1.5, plus_one: bool = False) ->
         def weighted(g: int, log_pi: float, h: float) -> float:
             return wastar_cost(g, log_pi, h, weight=weight)
 
-        return Algorithm("wastar", weighted, uses_policy=False, uses_heuristic=True)
+        return Algorithm("wastar", weighted, uses_policy=False, uses_heuristic=True, lazy_duplicates=lazy)
     if name == "astar":
         return Algorithm(
             "astar", astar_cost, uses_policy=False, uses_heuristic=True, goal_test_at_expansion=True, reopen=True
         )
     if name == "gbfs":
-        return Algorithm("gbfs", gbfs_cost, uses_policy=False, uses_heuristic=True)
+        return Algorithm("gbfs", gbfs_cost, uses_policy=False, uses_heuristic=True, lazy_duplicates=lazy)
     if name == "bfs":
-        return Algorithm("bfs", uniform_cost, uses_policy=False, uses_heuristic=False)
+        return Algorithm("bfs", uniform_cost, uses_policy=False, uses_heuristic=False, lazy_duplicates=lazy)
     raise ValueError(f"unknown search algorithm {name!r}; choose from {', '.join(ALGORITHM_NAMES)}")
 
 

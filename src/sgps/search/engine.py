@@ -25,6 +25,11 @@ Semantics (spec/algorithms.md section 1.4), chosen to match the reference:
   generated and kept in the graph, as the reference's final flush does.
 - `generated` counts the root and every evaluated node.
 - Ties in priority are broken by node id (generation order): first in, first out.
+
+With `Algorithm.lazy_duplicates` the engine follows the paper's best-first search
+(its Algorithm 1) instead: every non-goal child gets a node of its own and enters
+the open list; a popped node whose state was already expanded counts as an expansion
+(against the budget) and is skipped. The recorded graph is then the search tree.
 """
 
 from __future__ import annotations
@@ -105,6 +110,7 @@ class BestFirstSearch(Generic[S]):
         self._log_p = array("d", [0.0])
         self._policy = array("f")  # |A| noisy log-probabilities per evaluated node, by id
         self._ids: dict[Hashable, int] = {domain.key(root): 0}
+        self._closed: set[Hashable] = set()  # expanded states, lazy duplicate detection only
         self._open: list[tuple[float, int]] = []
         self._pending: list[int] = [0]
         self._superseded: set[int] = set()
@@ -183,6 +189,9 @@ class BestFirstSearch(Generic[S]):
             self._pending = []
             self._finish("budget")
             return
+        if self.algorithm.lazy_duplicates:
+            self._expand_lazily(node, state)
+            return
         ids, key_of, step = self._ids, domain.key, domain.step
         child_g = self._g[node] + 1
         parent_log_p = self._log_p[node]
@@ -215,6 +224,28 @@ class BestFirstSearch(Generic[S]):
             self._g.append(child_g)
             self._log_p.append(parent_log_p + self._policy[row + action] if uses_policy else 0.0)
             self._pending.append(child_id)
+
+    def _expand_lazily(self, node: int, state: S) -> None:
+        """Expand `node` unless its state was expanded before; every child becomes a new node."""
+        key = self.domain.key(state)
+        if key in self._closed:
+            return
+        self._closed.add(key)
+        domain, uses_policy = self.domain, self.algorithm.uses_policy
+        child_g, parent_log_p, row = self._g[node] + 1, self._log_p[node], node * self._num_actions
+        for action in range(self._num_actions):
+            child = domain.step(state, action)
+            if domain.is_goal(child):
+                self._finish("solved", goal_parent=node, goal_action=action, goal_state=child)
+                return
+            if domain.is_dead(child):
+                continue
+            self._states.append(child)
+            self._parent.append(node)
+            self._action.append(action)
+            self._g.append(child_g)
+            self._log_p.append(parent_log_p + self._policy[row + action] if uses_policy else 0.0)
+            self._pending.append(len(self._states) - 1)
 
     # -- results ----------------------------------------------------------------------
 

@@ -5,12 +5,15 @@ evaluator over the current model) and what to learn from a batch of search resul
 the loop supplies shuffling, batching, lockstep search, budgets, validation, the
 stopping rule, metrics, checkpoints and resuming.
 
-Per pass: shuffle the training problems with the run's generator, cut them into
-batches (32 by default), search each batch in lockstep with the current budget, log a
-row per search, make one model update from the batch, log the outstanding count.
-Then search the validation problems (no learning); stop one pass after the
-cumulative validation-solved set reaches `validation_ratio` of them, else update the
-budget with the schedule. Limits on iterations, wall-clock time and total training
+A run starts by logging (0 expansions, N outstanding). Per pass: shuffle the training
+problems with the run's generator, cut them into batches (32 by default), search each
+batch in lockstep with the current budget, log a row per search, make one model
+update from the batch, log the outstanding count and the wall-clock time. Then search
+the validation problems (no learning) and keep the best model so far (most validation
+problems solved, then the shortest total solution length: spec 6.8). Stop when every
+training problem has been solved (the paper's Algorithms 4 and 6), or one pass after the
+cumulative validation-solved set reaches `validation_ratio` of them; otherwise update
+the budget with the schedule. Limits on iterations, wall-clock time and total training
 expansions end the run early (checked between batches).
 """
 
@@ -97,6 +100,7 @@ class BootstrapConfig:
     time_limit_minutes: float = 0.0
     max_expansions: int = 0
     checkpoint_every: int = 10
+    stop_when_all_solved: bool = True  # the paper's loop; False: run on until the validation rule
 
     def __post_init__(self) -> None:
         get_schedule(self.schedule)
@@ -118,6 +122,7 @@ class LoopState:
     solved: set[int] = dataclasses.field(default_factory=set)
     validation_solved: set[int] = dataclasses.field(default_factory=set)
     best_validation: int = -1
+    best_validation_length: int = 0  # total solution length of the best validation pass
     cumulative_expansions: int = 0
     unique_before_pass: int = 0
     pass_successes: int = 0
@@ -125,7 +130,13 @@ class LoopState:
     previous_successes: int | None = None
     final_pass: bool = False
     finished: bool = False
+    started: bool = False  # the initial (0 expansions, N outstanding) row is written
     seconds: float = 0.0
+
+
+def is_better_validation(solved: int, total_length: int, best_solved: int, best_length: int) -> bool:
+    """The model-selection rule (spec 6.8): more problems solved, then a shorter total solution length."""
+    return solved > best_solved or (solved == best_solved and total_length < best_length)
 
 
 class Bootstrap:
@@ -164,6 +175,10 @@ class Bootstrap:
         """
         state, config = self.state, self.config
         started = time.perf_counter() - state.seconds
+        if not state.started:
+            self.run_dir.append("outstanding", [{"iteration": 0, "batch": -1, "cumulative_expansions": 0,
+                                                 "outstanding": len(self.train), "seconds": 0.0}])  # fmt: skip
+            state.started = True
         batches_run = 0
         batches_per_pass = -(-len(self.train) // config.batch_size)
         while not state.finished:
@@ -178,7 +193,7 @@ class Bootstrap:
                 if self._over_limits(started):
                     state.finished = True
                     break
-                self._train_batch(state.next_batch)
+                self._train_batch(state.next_batch, started)
                 state.next_batch += 1
                 batches_run += 1
                 if on_batch is not None:
@@ -202,7 +217,7 @@ class Bootstrap:
             return True
         return False
 
-    def _train_batch(self, batch: int) -> None:
+    def _train_batch(self, batch: int, started: float) -> None:
         state, config = self.state, self.config
         ids = state.order[batch * config.batch_size : (batch + 1) * config.batch_size]
         results = self._search([self.train[i] for i in ids], state.train_budget, self.method.needs_graphs)
@@ -217,8 +232,10 @@ class Bootstrap:
         outstanding = len(self.train) - len(state.solved)
         where = {"iteration": state.iteration, "batch": batch}
         self.run_dir.append(
-            "outstanding", [{**where, "cumulative_expansions": state.cumulative_expansions, "outstanding": outstanding}]
-        )
+            "outstanding",
+            [{**where, "cumulative_expansions": state.cumulative_expansions, "outstanding": outstanding,
+              "seconds": round(time.perf_counter() - started, 3)}],
+        )  # fmt: skip
         self.run_dir.append("learning", [{**where, **report}])
         losses = ", ".join(f"{k} {v:.4g}" for k, v in report.items() if k.startswith("loss") and v is not None)
         self.run_dir.log(
@@ -228,9 +245,9 @@ class Bootstrap:
 
     def _end_of_pass(self) -> None:
         state, config = self.state, self.config
-        solved_now = self._validate()
-        if solved_now > state.best_validation:
-            state.best_validation = solved_now
+        solved_now, total_length = self._validate()
+        if is_better_validation(solved_now, total_length, state.best_validation, state.best_validation_length):
+            state.best_validation, state.best_validation_length = solved_now, total_length
             self.method.save_model(self.run_dir.checkpoints / "best.safetensors")
         outcome = PassOutcome(
             len(self.train),
@@ -242,7 +259,10 @@ class Bootstrap:
         )
         state.iteration += 1
         reached = len(state.validation_solved) >= config.validation_ratio * len(self.validation)
-        if state.final_pass or state.iteration >= config.max_iterations:
+        if config.stop_when_all_solved and len(state.solved) == len(self.train):
+            state.finished = True
+            self.run_dir.log("every training problem is solved: stopping")
+        elif state.final_pass or state.iteration >= config.max_iterations:
             state.finished = True
         elif reached and self.validation:
             state.final_pass = True
@@ -259,9 +279,10 @@ class Bootstrap:
         state.next_batch = 0
         state.order = []
 
-    def _validate(self) -> int:
+    def _validate(self) -> tuple[int, int]:
+        """Search the validation problems; (solved, total solution length of the solved)."""
         state, config = self.state, self.config
-        solved = 0
+        solved = total_length = 0
         for batch, start in enumerate(range(0, len(self.validation), config.batch_size)):
             ids = list(range(start, min(start + config.batch_size, len(self.validation))))
             results = self._search([self.validation[i] for i in ids], state.validation_budget, False)
@@ -269,12 +290,13 @@ class Bootstrap:
             for problem, result in zip(ids, results, strict=True):
                 if result.solved:
                     solved += 1
+                    total_length += result.length or 0
                     state.validation_solved.add(problem)
         self.run_dir.log(
             f"iteration {state.iteration} validation: solved {solved}/{len(self.validation)} "
             f"(cumulative {len(state.validation_solved)})"
         )
-        return solved
+        return solved, total_length
 
     def _search(self, levels: Sequence[Any], budget: int, record_graph: bool) -> list[SearchResult]:
         if self.pool is not None:
@@ -326,6 +348,7 @@ class Bootstrap:
         except Exception as error:
             raise CheckpointError(f"{path}: not a readable trainer checkpoint ({error})") from None
         loop = dict(payload["loop"])
+        loop.setdefault("started", True)  # checkpoints written before the initial row existed
         loop["solved"] = set(loop["solved"])
         loop["validation_solved"] = set(loop["validation_solved"])
         self.state = LoopState(**loop)

@@ -2,7 +2,7 @@
 
 After each training pass a schedule maps the current budgets and what the pass
 achieved to the next budgets. Under every schedule the validation budget follows
-the training budget (fixing the reference's quirk Q14 for DOUBLE).
+the training budget (the reference never updates it under DOUBLE).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def lts_cm(budgets: Budgets, outcome: PassOutcome, initial: int, b: float = 0.1)
     Halve (not below B_0) when the pass solved more than b·N new problems and more
     than (1 + b) U_prev searches succeeded; otherwise, if problems were outstanding,
     B <- 2B + floor(T_t / (N - U_new)). A pass that leaves nothing unsolved keeps B
-    (the reference divides by zero there: quirk Q13).
+    (the reference divides by zero there).
     """
     n = outcome.num_problems
     if outcome.unique_after - outcome.unique_before > b * n and outcome.successes > (1 + b) * outcome.unique_before:
@@ -64,10 +64,12 @@ def lts_cm_paper(budgets: Budgets, outcome: PassOutcome, initial: int, b: float 
 
     Halve (not below B_0) when more than (1 + b) times as many problems were solved
     as in the previous pass; otherwise B <- 2B + T_t / s_t, s_t = problems unsolved.
+    Before the first pass the previous count is 0, so a first pass that solved
+    anything halves (i.e. stays at B_0).
     """
-    previous = outcome.previous_successes
+    previous = outcome.previous_successes or 0
     unsolved = outcome.num_problems - outcome.unique_after
-    if previous is not None and outcome.successes > (1 + b) * previous:
+    if outcome.successes > (1 + b) * previous:
         train = max(initial, budgets.train // 2)
     elif unsolved > 0:
         train = 2 * budgets.train + outcome.success_expansions // unsolved

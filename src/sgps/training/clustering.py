@@ -6,7 +6,7 @@ granularity gives a list of levels; pairs of states drawn from neighbouring
 clusters of one level are "subgoal distance" apart, and that distance grows with
 the level. Two hierarchies:
 
-- ``code`` (default; the hierarchy of the reference implementation, whose levels the
+- ``reference`` (default; the hierarchy of the reference implementation, whose levels the
   published cluster-level settings were tuned for): G_0, then S "star" levels with
   S = ⌊log2(B / 4000)⌋ + 2 for budget B (stopping early below 10 nodes; a star is a
   seed node, in ascending id order, with all its still-free neighbours; a group with
@@ -16,7 +16,7 @@ the level. Two hierarchies:
   aggregated graph drops internal weight, as the reference does; a phase that merges
   nothing is replaced by a star level. The reference's other Louvain deviations
   (stale candidate clusters, a 3-sweep cap) are not reproduced.
-- ``paper``: standard Louvain (python-igraph's multilevel, resolution ρ) on G_0; level
+- ``louvain``: standard Louvain (python-igraph's multilevel, resolution ρ) on G_0; level
   k is the k-th aggregation.
 
 Every level is reproducible: seeds in ascending order, igraph driven by a seeded
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import igraph
 import numpy as np
 
-HIERARCHIES = ("code", "paper")
-#: The budget at which the code hierarchy has two star levels.
+HIERARCHIES = ("reference", "louvain")
+#: The budget at which the reference hierarchy has two star levels.
 STAR_BUDGET_UNIT = 4000
 #: Star levels stop once a level has fewer nodes than this.
 STAR_MIN_NODES = 10
@@ -99,19 +99,19 @@ class ClusterLevel:
 
 
 def build_hierarchy(
-    num_nodes: int, edges: np.ndarray, *, budget: int, mode: str = "code", resolution: float = 1.0, seed: int = 0
+    num_nodes: int, edges: np.ndarray, *, budget: int, mode: str = "reference", resolution: float = 1.0, seed: int = 0
 ) -> list[ClusterLevel]:
     """The cluster levels of a search graph with `num_nodes` nodes and undirected `edges` [E, 2]."""
     if mode not in HIERARCHIES:
         raise ValueError(f"hierarchy must be one of {', '.join(HIERARCHIES)}, not {mode!r}")
     graph = WeightedGraph.from_edges(num_nodes, edges)
     base = ClusterLevel(np.arange(num_nodes, dtype=np.int64), graph.neighbour_lists())
-    if mode == "paper":
-        return [base, *_paper_levels(graph, resolution, seed)]
-    return [base, *_code_levels(graph, budget, resolution, seed)]
+    if mode == "louvain":
+        return [base, *_louvain_levels(graph, resolution, seed)]
+    return [base, *_reference_levels(graph, budget, resolution, seed)]
 
 
-def _code_levels(graph: WeightedGraph, budget: int, resolution: float, seed: int) -> list[ClusterLevel]:
+def _reference_levels(graph: WeightedGraph, budget: int, resolution: float, seed: int) -> list[ClusterLevel]:
     levels: list[ClusterLevel] = []
     membership = np.arange(graph.num_nodes, dtype=np.int64)
     stars = max(0, math.floor(math.log2(max(budget, 1) / STAR_BUDGET_UNIT)) + 2)
@@ -134,7 +134,7 @@ def _code_levels(graph: WeightedGraph, budget: int, resolution: float, seed: int
     return levels
 
 
-def _paper_levels(graph: WeightedGraph, resolution: float, seed: int) -> list[ClusterLevel]:
+def _louvain_levels(graph: WeightedGraph, resolution: float, seed: int) -> list[ClusterLevel]:
     levels = []
     for clustering in _multilevel(graph, resolution, seed):
         membership = np.asarray(clustering.membership, dtype=np.int64)

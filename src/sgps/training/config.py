@@ -1,7 +1,8 @@
 """Run configuration: presets, TOML files and command-line overrides, checked key by key.
 
 A configuration has sections, each a dataclass: ``[run]`` (`RunSettings`),
-``[network]`` (`NetworkSettings`, the flat baselines' network), ``[learner]``
+``[network]`` (`NetworkSettings`, the flat baselines' network), ``[search]``
+(`SearchSettings`, variants of the search itself), ``[learner]``
 (`LearnerConfig`), ``[bootstrap]`` (`BootstrapConfig`) and ``[subgoal]``
 (`SubgoalSettings`, the π^SG networks and how they learn; read by phs-sg and
 levin-sg only). Resolution order: the preset's
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sgps.errors import ConfigError
+from sgps.search.costs import DUPLICATE_RULES
 from sgps.training.bootstrap import BootstrapConfig
 from sgps.training.learner import LearnerConfig
 from sgps.training.subgoal_learner import SubgoalSettings
@@ -31,6 +33,18 @@ class NetworkSettings:
     channels: int = 128
     blocks: int = 8
     batch_norm: bool = False
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Variants of the training, validation and test searches (defaults: the reference code's)."""
+
+    levin_plus_one: bool = False  # LevinTS orders by (d + 1)/π (the paper) instead of g/π (the code)
+    duplicates: str = "eager"  # eager: first generated copy wins (code); lazy: closed set over expanded (paper)
+
+    def __post_init__(self) -> None:
+        if self.duplicates not in DUPLICATE_RULES:
+            raise ValueError(f"search.duplicates must be one of {', '.join(DUPLICATE_RULES)}, not {self.duplicates!r}")
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,7 @@ class RunSettings:
 SECTIONS: dict[str, type] = {
     "run": RunSettings,
     "network": NetworkSettings,
+    "search": SearchSettings,
     "learner": LearnerConfig,
     "bootstrap": BootstrapConfig,
     "subgoal": SubgoalSettings,
@@ -103,6 +118,7 @@ class TrainConfig:
 
     run: RunSettings
     network: NetworkSettings
+    search: SearchSettings
     learner: LearnerConfig
     bootstrap: BootstrapConfig
     subgoal: SubgoalSettings

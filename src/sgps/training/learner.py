@@ -22,7 +22,7 @@ from sgps.models.flat import FlatNetwork
 from sgps.models.losses import heuristic_loss, levin_loss
 from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
-from sgps.training.samples import PathSamples, solution_samples
+from sgps.training.samples import LOSSES, PathSamples, solution_samples
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,11 @@ class LearnerConfig:
     weight_decay: float = 1e-4
     epochs: int = 10
     minibatch: int = 256
+    loss: str = "levin"  # the policy's weighting: levin or improved-levin (spec 2.2)
+
+    def __post_init__(self) -> None:
+        if self.loss not in LOSSES:
+            raise ValueError(f"learner.loss must be one of {', '.join(LOSSES)}, not {self.loss!r}")
 
 
 class FlatLearner:
@@ -101,7 +106,7 @@ class FlatMethod:
         return self._evaluator
 
     def learn(self, domain: Domain[Any], results: Sequence[SearchResult]) -> dict[str, float | None]:
-        return {"loss": self.learner.update(solution_samples(domain, results))}
+        return {"loss": self.learner.update(solution_samples(domain, results, self.learner.config.loss))}
 
     def state_dict(self) -> dict[str, Any]:
         return {

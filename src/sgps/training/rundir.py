@@ -5,7 +5,8 @@ Layout::
     RUN/config.toml             the fully resolved configuration
     RUN/metrics/train.csv       one row per training search
     RUN/metrics/validate.csv    one row per validation search
-    RUN/metrics/outstanding.csv cumulative expansions and outstanding problems, after every batch
+    RUN/metrics/outstanding.csv cumulative expansions, outstanding problems and wall-clock seconds:
+                                at the start (batch -1) and after every batch
     RUN/metrics/learning.csv    what the method learned from every batch (losses, samples; method-specific)
     RUN/checkpoints/            latest.safetensors, best.safetensors, trainer.pt
     RUN/log.txt                 human-readable progress
@@ -30,7 +31,7 @@ SEARCH_COLUMNS = (
 METRICS: dict[str, Sequence[str]] = {
     "train": SEARCH_COLUMNS,
     "validate": SEARCH_COLUMNS,
-    "outstanding": ("iteration", "batch", "cumulative_expansions", "outstanding"),
+    "outstanding": ("iteration", "batch", "cumulative_expansions", "outstanding", "seconds"),
 }
 
 

@@ -12,7 +12,7 @@ from sgps.domains.base import Domain
 from sgps.errors import ConfigError
 from sgps.models.flat import FlatNetwork, FlatNetworkConfig
 from sgps.models.subgoal import SubgoalModel
-from sgps.search.costs import make_algorithm
+from sgps.search.costs import Algorithm, make_algorithm
 from sgps.training.bootstrap import Method
 from sgps.training.config import TrainConfig
 from sgps.training.learner import FlatLearner, FlatMethod
@@ -50,7 +50,7 @@ def build_subgoal_method(domain: Domain[Any], example: Any, config: TrainConfig)
     model = SubgoalModel(model_config).to(device)
     generator = torch.Generator().manual_seed(config.bootstrap.seed)
     learner = SubgoalLearner(model, config.subgoal, config.learner, generator)
-    algorithm = make_algorithm(SUBGOAL_COSTS[config.run.algorithm])
+    algorithm = search_algorithm(SUBGOAL_COSTS[config.run.algorithm], config)
     return SubgoalMethod(domain, algorithm, learner, config.bootstrap.seed, device)
 
 
@@ -72,7 +72,12 @@ def build_flat_method(domain: Domain[Any], example: Any, config: TrainConfig) ->
     network = FlatNetwork(network_config).to(pick_device(config.run.device))
     generator = torch.Generator().manual_seed(config.bootstrap.seed)
     learner = FlatLearner(network, config.learner, generator)
-    return FlatMethod(domain, make_algorithm(config.run.algorithm), learner)
+    return FlatMethod(domain, search_algorithm(config.run.algorithm, config), learner)
+
+
+def search_algorithm(name: str, config: TrainConfig) -> Algorithm:
+    """The search `name` (levin, phs, wastar) with the run's `[search]` variants."""
+    return make_algorithm(name, plus_one=config.search.levin_plus_one, duplicates=config.search.duplicates)
 
 
 def split_problems(levels: Sequence[Any], fraction: float, seed: int) -> tuple[list[Any], list[Any]]:
@@ -89,5 +94,6 @@ __all__ = [
     "build_method",
     "build_subgoal_method",
     "pick_device",
+    "search_algorithm",
     "split_problems",
 ]

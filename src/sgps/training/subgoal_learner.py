@@ -18,7 +18,8 @@ no samples is skipped. Losses are the Levin-weighted cross-entropies of the pape
 
 from __future__ import annotations
 
-import dataclasses
+import math
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from sgps.models.checkpoint import load_checkpoint, save_checkpoint
 from sgps.models.evaluator import SubgoalEvaluator
 from sgps.models.losses import levin_loss
 from sgps.models.subgoal import CONDITIONINGS, MIXTURES, SubgoalModel, SubgoalModelConfig
+from sgps.models.vqvae import CODEBOOKS
 from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
 from sgps.training.clustering import HIERARCHIES
@@ -41,7 +43,10 @@ from sgps.training.samples import solution_samples
 from sgps.training.subgoal_samples import (
     SEGMENTATIONS,
     SUBGOAL_TARGETS,
+    HighRows,
     LengthBuffer,
+    LowRows,
+    PairRows,
     SamplingSettings,
     SubgoalSamples,
     collect_samples,
@@ -50,19 +55,42 @@ from sgps.training.subgoal_samples import (
 #: Columns of metrics/learning.csv for the subgoal methods.
 REPORT_COLUMNS = (
     "loss_vqvae", "loss_high", "loss_low", "loss_unconditional", "failed_trees", "failed_pairs",
-    "failed_mean_length", "failed_mean_level", "segments", "length_mean", "length_std",
+    "failed_mean_length", "failed_mean_level", "cluster_level", "cluster_count", "segments", "length_mean",
+    "length_std", "codes_used", "code_perplexity", "code_counts", "high_entropy",
 )  # fmt: skip
+
+#: Old spellings of option values, accepted with a deprecation message.
+RENAMED_VALUES = {
+    "conditioning": {"code": "code-vector", "state": "decoded-state"},
+    "hierarchy": {"code": "reference", "paper": "louvain"},
+}
+
+
+class SgpsDeprecationWarning(FutureWarning):
+    """An option value that still works under an old name (shown to users by default)."""
+
+
+def current_spelling(name: str, value: str) -> str:
+    """`value` of option `subgoal.name` under its current name, warning when an old one was used."""
+    renamed = RENAMED_VALUES.get(name, {}).get(value)
+    if renamed is None:
+        return value
+    warnings.warn(
+        f"subgoal.{name} = {value!r} is deprecated; write {renamed!r}", SgpsDeprecationWarning, stacklevel=2
+    )
+    return renamed
 
 
 @dataclass(frozen=True)
 class SubgoalSettings:
     """The ``[subgoal]`` configuration section (defaults: the reference's, spec section 7)."""
 
-    conditioning: str = "code"
+    conditioning: str = "code-vector"
     mixture: str = "geometric"
     alpha_train: float = 0.25
     alpha_test: float = 0.5
     codebook_size: int = 4
+    codebook: str = "standardised"  # reference: the EMA codebook alone, which collapses (docs/subgoals.md)
     code_dim: int = 128
     commitment: float = 0.25
     vq_channels: int = 128
@@ -73,9 +101,9 @@ class SubgoalSettings:
     unconditional_channels: int = 64
     unconditional_blocks: int = 4
     failed_trees: bool = True
-    exhausted_trees: bool = False  # also cluster the graphs of searches that ran out of states (Q24)
-    normalise_low_weights: bool = False  # divide π_low's Levin weights by their minibatch mean (Q19)
-    hierarchy: str = "code"
+    exhausted_trees: bool = False  # also cluster the graphs of searches that ran out of states
+    normalise_low_weights: bool = False  # divide π_low's Levin weights by their minibatch mean
+    hierarchy: str = "reference"
     cluster_level: int = 0  # 0: the rule ⌊L/2⌋ - 1 over the L levels of each tree
     resolution: float = 1.0
     pairs_per_tree: int = 5
@@ -88,8 +116,10 @@ class SubgoalSettings:
     max_minibatches: int = 5  # per epoch, for π_hi and π_low (the reference's cap)
 
     def __post_init__(self) -> None:
+        for name in RENAMED_VALUES:
+            object.__setattr__(self, name, current_spelling(name, getattr(self, name)))
         choices = {
-            "conditioning": CONDITIONINGS, "mixture": MIXTURES, "hierarchy": HIERARCHIES,
+            "conditioning": CONDITIONINGS, "mixture": MIXTURES, "hierarchy": HIERARCHIES, "codebook": CODEBOOKS,
             "segmentation": SEGMENTATIONS, "subgoal_target": SUBGOAL_TARGETS,
         }  # fmt: skip
         for name, allowed in choices.items():
@@ -108,15 +138,35 @@ class SubgoalSettings:
 
     def model_config(self, observation_shape: tuple[int, int, int], num_actions: int) -> SubgoalModelConfig:
         """The architecture these settings describe, for observations of `observation_shape`."""
-        return SubgoalModelConfig(observation_shape, num_actions, **self._shared_with(SubgoalModelConfig))
+        return SubgoalModelConfig(
+            observation_shape,
+            num_actions,
+            conditioning=self.conditioning,
+            codebook_size=self.codebook_size,
+            codebook=self.codebook,
+            code_dim=self.code_dim,
+            vq_channels=self.vq_channels,
+            vq_blocks=self.vq_blocks,
+            channels=self.channels,
+            blocks=self.blocks,
+            hidden=self.hidden,
+            unconditional_channels=self.unconditional_channels,
+            unconditional_blocks=self.unconditional_blocks,
+        )
 
     def sampling(self) -> SamplingSettings:
         """How to draw samples from failed trees and solutions."""
-        return SamplingSettings(**self._shared_with(SamplingSettings))
-
-    def _shared_with(self, cls: type) -> dict[str, Any]:
-        """The values of the fields that `cls` (a dataclass) shares with these settings."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(cls) if hasattr(self, f.name)}
+        return SamplingSettings(
+            failed_trees=self.failed_trees,
+            exhausted_trees=self.exhausted_trees,
+            hierarchy=self.hierarchy,
+            cluster_level=self.cluster_level,
+            resolution=self.resolution,
+            pairs_per_tree=self.pairs_per_tree,
+            max_draws=self.max_draws,
+            segmentation=self.segmentation,
+            subgoal_target=self.subgoal_target,
+        )
 
 
 class SubgoalLearner:
@@ -143,55 +193,89 @@ class SubgoalLearner:
         return next(self.model.parameters()).device
 
     def update(self, samples: SubgoalSamples | None, results: Sequence[SearchResult], domain: Domain[Any]) -> dict:
-        """One Bootstrap update; the mean minibatch loss of each network (None when skipped)."""
-        losses: dict[str, float | None] = {"vqvae": None, "high": None, "low": None}
+        """One Bootstrap update: the mean minibatch loss of each network (None when skipped) and diagnostics.
+
+        Diagnostics, after the update: how the batch's VQ pairs spread over the K codes
+        (`code_counts`, `codes_used`, `code_perplexity` = exp of the entropy of that
+        distribution: K when every code is used equally, 1 after a collapse) and the
+        mean entropy of π_hi over the states of the high-level samples (`high_entropy`).
+        """
+        report: dict[str, Any] = {"loss_vqvae": None, "loss_high": None, "loss_low": None,
+                                  "codes_used": None, "code_perplexity": None, "code_counts": None,
+                                  "high_entropy": None}  # fmt: skip
         if samples is not None:
             observations = torch.from_numpy(samples.observations).to(self.device)
-            losses["vqvae"] = self._train_vqvae(observations, samples.vq_pairs)
+            report["loss_vqvae"] = self._train_vqvae(observations, samples.vq)
             self.model.vqvae.eval()
-            losses["high"] = self._train_high(observations, samples)
-            losses["low"] = self._train_low(observations, samples)
-        losses["unconditional"] = self.unconditional.update(solution_samples(domain, results))
+            report["loss_high"] = self._train_high(observations, samples.high)
+            report["loss_low"] = self._train_low(observations, samples.low)
+            report.update(self._code_usage(observations, samples.vq))
+            report["high_entropy"] = self._high_entropy(observations, samples.high)
+        report["loss_unconditional"] = self.unconditional.update(solution_samples(domain, results, self.config.loss))
         self.model.eval()  # the state the evaluator expects
-        return losses
+        return report
+
+    def _code_usage(self, observations: torch.Tensor, pairs: PairRows) -> dict[str, Any]:
+        states, targets = (torch.from_numpy(rows).to(self.device) for rows in (pairs.states, pairs.targets))
+        counts = self.model.vqvae.codebook.usage(self.codes(observations, states, targets)).cpu()
+        shares = counts.double() / max(int(counts.sum()), 1)
+        entropy = -float((shares[shares > 0] * shares[shares > 0].log()).sum())
+        return {
+            "codes_used": int((counts > 0).sum()),
+            "code_perplexity": math.exp(entropy),
+            "code_counts": " ".join(str(int(c)) for c in counts),
+        }
+
+    @torch.no_grad()
+    def _high_entropy(self, observations: torch.Tensor, high: HighRows) -> float | None:
+        if len(high) == 0:
+            return None
+        rows = torch.from_numpy(np.unique(high.states)).to(self.device)
+        entropies = []
+        for start in range(0, len(rows), 1024):
+            states = observations[rows[start : start + 1024]]
+            log_high = torch.log_softmax(self.model.for_every_code(self.model.high, states).squeeze(2), dim=1)
+            entropies.append(-(log_high.exp() * log_high).sum(dim=1))
+        return float(torch.cat(entropies).mean())
 
     # -- the four networks --------------------------------------------------------------
 
-    def _train_vqvae(self, observations: torch.Tensor, pairs: np.ndarray) -> float | None:
+    def _tensors(self, *arrays: np.ndarray) -> tuple[torch.Tensor, ...]:
+        return tuple(torch.from_numpy(array).to(self.device) for array in arrays)
+
+    def _train_vqvae(self, observations: torch.Tensor, pairs: PairRows) -> float | None:
         vqvae = self.model.vqvae
         vqvae.train()
-        index = torch.from_numpy(pairs).to(self.device)
+        states, targets = self._tensors(pairs.states, pairs.targets)
 
         def loss(rows: torch.Tensor) -> torch.Tensor:
-            return vqvae.loss(observations[index[rows, 0]], observations[index[rows, 1]])
+            return vqvae.loss(observations[states[rows]], observations[targets[rows]])
 
         return self._fit("vqvae", loss, len(pairs), self.config.epochs, self.settings.vq_minibatch, None)
 
-    def _train_high(self, observations: torch.Tensor, samples: SubgoalSamples) -> float | None:
-        pairs = torch.from_numpy(samples.high_pairs).to(self.device)
-        weights = torch.from_numpy(samples.high_weights).to(self.device)
-        labels = self.codes(observations, pairs[:, 2], pairs[:, 1])
+    def _train_high(self, observations: torch.Tensor, high: HighRows) -> float | None:
+        states, targets, label_states, weights = self._tensors(high.states, high.targets, high.label_states,
+                                                               high.weights)  # fmt: skip
+        labels = self.codes(observations, label_states, targets)
         model = self.model
 
         def loss(rows: torch.Tensor) -> torch.Tensor:
-            logits = model.for_every_code(model.high, observations[pairs[rows, 0]]).squeeze(2)
+            logits = model.for_every_code(model.high, observations[states[rows]]).squeeze(2)
             return levin_loss(logits, labels[rows], weights[rows])
 
-        return self._fit("high", loss, len(pairs), self.settings.high_epochs, self.config.minibatch,
+        return self._fit("high", loss, len(high), self.settings.high_epochs, self.config.minibatch,
                          self.settings.max_minibatches)  # fmt: skip
 
-    def _train_low(self, observations: torch.Tensor, samples: SubgoalSamples) -> float | None:
-        pairs = torch.from_numpy(samples.low_pairs).to(self.device)
-        actions = torch.from_numpy(samples.low_actions).to(self.device)
-        weights = torch.from_numpy(samples.low_weights).to(self.device)
-        codes = self.codes(observations, pairs[:, 0], pairs[:, 1])
+    def _train_low(self, observations: torch.Tensor, low: LowRows) -> float | None:
+        states, targets, actions, weights = self._tensors(low.states, low.targets, low.actions, low.weights)
+        codes = self.codes(observations, states, targets)
         model, normalise = self.model, self.settings.normalise_low_weights
 
         def loss(rows: torch.Tensor) -> torch.Tensor:
-            logits = model.conditioned_on_codes(model.low, observations[pairs[rows, 0]], codes[rows])
+            logits = model.conditioned_on_codes(model.low, observations[states[rows]], codes[rows])
             return levin_loss(logits, actions[rows], weights[rows], normalise=normalise)
 
-        return self._fit("low", loss, len(pairs), self.config.epochs, self.config.minibatch,
+        return self._fit("low", loss, len(low), self.config.epochs, self.config.minibatch,
                          self.settings.max_minibatches)  # fmt: skip
 
     @torch.no_grad()
@@ -271,16 +355,21 @@ class SubgoalMethod:
     def learn(self, domain: Domain[Any], results: Sequence[SearchResult]) -> dict[str, Any]:
         mean, std = self.lengths.statistics()  # of the pairs of earlier batches (spec 4.4)
         samples = collect_samples(domain, results, self.settings.sampling(), (mean, std), self.rng)
-        losses = self.learner.update(samples, results, domain)
+        report = self.learner.update(samples, results, domain)
         lengths = samples.pair_lengths if samples is not None else []
-        levels = samples.levels_used if samples is not None else []
         self.lengths.push(lengths)
+
+        def mean_of(values: list[int]) -> float | None:
+            return float(np.mean(values)) if values else None
+
         return {
-            **{f"loss_{name}": value for name, value in losses.items()},
+            **report,
             "failed_trees": samples.failed_trees if samples is not None else 0,
             "failed_pairs": len(lengths),
-            "failed_mean_length": float(np.mean(lengths)) if lengths else None,
-            "failed_mean_level": float(np.mean(levels)) if levels else None,
+            "failed_mean_length": mean_of(lengths),
+            "failed_mean_level": mean_of(samples.levels_used if samples is not None else []),
+            "cluster_level": mean_of(samples.chosen_levels if samples is not None else []),
+            "cluster_count": mean_of(samples.cluster_counts if samples is not None else []),
             "segments": samples.segments if samples is not None else 0,
             "length_mean": mean,
             "length_std": std,

@@ -1,7 +1,7 @@
 """What the subgoal method learns from a batch of searches (spec/algorithms.md 4.3-4.4, 5).
 
 From a failed search (status "budget"; with `exhausted_trees`, also "no_solution",
-whose graph holds every reachable state, spec Q24): cluster its graph (`sgps.training.clustering`),
+whose graph holds every reachable state): cluster its graph (`sgps.training.clustering`),
 draw pairs of states from neighbouring clusters of the chosen level whose tree
 relation is ancestor/descendant, and rebuild the actions between them from the
 parent pointers. Each pair gives one VQ-VAE pair and one conditional-low sample per
@@ -108,7 +108,7 @@ def segment_bounds(length: int, mean: float, std: float, rng: np.random.Generato
 
     - fixed: t' = max(1, round(X)), X ~ Normal(mean, std); no empty segments;
     - compat: the reference's t' = 1 + ⌊max(0, X)⌋, X ~ Normal(mean - 1, √std), with its
-      countdown and the final boundary appended even when repeated (quirks Q3, Q4).
+      countdown and the final boundary appended even when repeated.
     """
     if mode == "fixed":
         bounds, start = [], 0
@@ -133,20 +133,60 @@ def segment_bounds(length: int, mean: float, std: float, rng: np.random.Generato
     return list(itertools.pairwise(boundaries))
 
 
+@dataclass(frozen=True)
+class PairRows:
+    """VQ-VAE samples: (state, target) pairs, as row indices into `SubgoalSamples.observations`."""
+
+    states: np.ndarray  # int64 [P]
+    targets: np.ndarray  # int64 [P]
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+
+@dataclass(frozen=True)
+class LowRows:
+    """Conditional low-level samples: in `states[i]`, heading for `targets[i]`, take `actions[i]`."""
+
+    states: np.ndarray  # int64 [L]
+    targets: np.ndarray  # int64 [L]
+    actions: np.ndarray  # int64 [L]
+    weights: np.ndarray  # float32 [L]: expansions of the search the sample came from
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+
+@dataclass(frozen=True)
+class HighRows:
+    """High-level samples: in `states[i]`, the label is the code of the pair (`label_states[i]`, `targets[i]`).
+
+    `label_states[i]` is `states[i]` itself (per-state labels, the reference) or the
+    segment's first state (per-segment labels, the paper).
+    """
+
+    states: np.ndarray  # int64 [Q]
+    targets: np.ndarray  # int64 [Q]
+    label_states: np.ndarray  # int64 [Q]
+    weights: np.ndarray  # float32 [Q]
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+
 @dataclass
 class SubgoalSamples:
-    """Index arrays into `observations` (one row per collected state) for each network."""
+    """What one batch teaches each π^SG network; every table indexes rows of `observations`."""
 
-    observations: np.ndarray  # float32 [M, C, H, W]
-    vq_pairs: np.ndarray  # int64 [P, 2]: (state, target)
-    low_pairs: np.ndarray  # int64 [L, 2]: (state, target)
-    low_actions: np.ndarray  # int64 [L]
-    low_weights: np.ndarray  # float32 [L]
-    high_pairs: np.ndarray  # int64 [Q, 3]: (state, target, state whose code with target is the label)
-    high_weights: np.ndarray  # float32 [Q]
+    observations: np.ndarray  # float32 [M, C, H, W], one row per collected state
+    vq: PairRows
+    low: LowRows
+    high: HighRows
     failed_trees: int = 0
     pair_lengths: list[int] = field(default_factory=list)  # of the failed-tree pairs
-    levels_used: list[int] = field(default_factory=list)
+    levels_used: list[int] = field(default_factory=list)  # the level each failed-tree pair came from
+    chosen_levels: list[int] = field(default_factory=list)  # the level chosen for each failed tree
+    cluster_counts: list[int] = field(default_factory=list)  # clusters at that level, per failed tree
     segments: int = 0
 
 
@@ -155,8 +195,8 @@ class SamplingSettings:
     """How samples are drawn (defaults: the reference's, with the spec's fixes)."""
 
     failed_trees: bool = True
-    exhausted_trees: bool = False  # also learn from searches that ran out of states (spec Q24)
-    hierarchy: str = "code"
+    exhausted_trees: bool = False  # also learn from searches that ran out of states
+    hierarchy: str = "reference"
     cluster_level: int = 0  # 0: the rule ⌊L/2⌋ - 1
     resolution: float = 1.0
     pairs_per_tree: int = 5
@@ -171,14 +211,13 @@ class _Collector:
     def __init__(self) -> None:
         self.states: list[Any] = []
         self.vq: list[tuple[int, int]] = []
-        self.low: list[tuple[int, int]] = []
-        self.actions: list[int] = []
-        self.low_weights: list[float] = []
-        self.high: list[tuple[int, int, int]] = []
-        self.high_weights: list[float] = []
+        self.low: list[tuple[int, int, int, float]] = []  # state, target, action, weight
+        self.high: list[tuple[int, int, int, float]] = []  # state, target, label state, weight
         self.failed_trees = 0
         self.pair_lengths: list[int] = []
         self.levels_used: list[int] = []
+        self.chosen_levels: list[int] = []
+        self.cluster_counts: list[int] = []
         self.segments = 0
 
     def add_states(self, states: Sequence[Any]) -> list[int]:
@@ -186,18 +225,33 @@ class _Collector:
         self.states.extend(states)
         return list(range(first, first + len(states)))
 
-    def add_path(self, ids: list[int], actions: Sequence[int], weight: float, high_label: int | None) -> None:
-        """A VQ pair (first, last), conditional-low rows for every step, high rows if labelled."""
+    def add_path(self, ids: list[int], actions: Sequence[int], weight: float, high_labels: str | None) -> None:
+        """A VQ pair (first, last) and a conditional-low row for every step of the path.
+
+        `high_labels`: None (no high-level rows: failed-tree paths), ``state`` (each
+        step's label is the code of (that state, last)) or ``segment`` (the code of
+        (first, last) for every step).
+        """
         target = ids[-1]
         self.vq.append((ids[0], target))
         for m, action in enumerate(actions):
-            self.low.append((ids[m], target))
-            self.actions.append(int(action))
-            self.low_weights.append(weight)
-            if high_label is not None:
-                label = ids[m] if high_label < 0 else high_label
-                self.high.append((ids[m], target, label))
-                self.high_weights.append(weight)
+            self.low.append((ids[m], target, int(action), weight))
+            if high_labels is not None:
+                self.high.append((ids[m], target, ids[m] if high_labels == "state" else ids[0], weight))
+
+    def tables(self) -> tuple[PairRows, LowRows, HighRows]:
+        vq = np.asarray(self.vq, dtype=np.int64).reshape(-1, 2)
+        low = np.asarray(self.low, dtype=np.float64).reshape(-1, 4)
+        high = np.asarray(self.high, dtype=np.float64).reshape(-1, 4)
+
+        def ints(column: np.ndarray) -> np.ndarray:
+            return column.astype(np.int64)
+
+        return (
+            PairRows(vq[:, 0].copy(), vq[:, 1].copy()),
+            LowRows(ints(low[:, 0]), ints(low[:, 1]), ints(low[:, 2]), low[:, 3].astype(np.float32)),
+            HighRows(ints(high[:, 0]), ints(high[:, 1]), ints(high[:, 2]), high[:, 3].astype(np.float32)),
+        )
 
 
 def collect_samples(
@@ -217,17 +271,17 @@ def collect_samples(
             _from_failed_tree(collector, result, settings, rng)
     if not collector.states:
         return None
+    vq, low, high = collector.tables()
     return SubgoalSamples(
         observations=domain.observe(collector.states),
-        vq_pairs=np.asarray(collector.vq, dtype=np.int64).reshape(-1, 2),
-        low_pairs=np.asarray(collector.low, dtype=np.int64).reshape(-1, 2),
-        low_actions=np.asarray(collector.actions, dtype=np.int64),
-        low_weights=np.asarray(collector.low_weights, dtype=np.float32),
-        high_pairs=np.asarray(collector.high, dtype=np.int64).reshape(-1, 3),
-        high_weights=np.asarray(collector.high_weights, dtype=np.float32),
+        vq=vq,
+        low=low,
+        high=high,
         failed_trees=collector.failed_trees,
         pair_lengths=collector.pair_lengths,
         levels_used=collector.levels_used,
+        chosen_levels=collector.chosen_levels,
+        cluster_counts=collector.cluster_counts,
         segments=collector.segments,
     )
 
@@ -242,8 +296,8 @@ def _from_solution(
     ids = collector.add_states(result.states)
     mean, std = length_statistics
     for start, end in segment_bounds(len(result.actions), mean, std, rng, settings.segmentation):
-        label = -1 if settings.subgoal_target == "state" else ids[start]
-        collector.add_path(ids[start : end + 1], result.actions[start:end], float(result.expanded), label)
+        collector.add_path(ids[start : end + 1], result.actions[start:end], float(result.expanded),
+                           settings.subgoal_target)  # fmt: skip
         collector.segments += 1
 
 
@@ -260,6 +314,8 @@ def _from_failed_tree(
         seed=int(rng.integers(2**31)),
     )
     level = choose_level(levels, settings.cluster_level)
+    collector.chosen_levels.append(level)
+    collector.cluster_counts.append(levels[level].num_clusters)
     pairs: list[tuple[int, int]] = []
     while level >= 0 and len(pairs) < settings.pairs_per_tree:
         drawn = sample_tree_pairs(graph, levels[level], settings.pairs_per_tree - len(pairs), rng, settings.max_draws)
@@ -269,5 +325,5 @@ def _from_failed_tree(
     collector.failed_trees += 1
     for ancestor, descendant in pairs:
         states, actions = graph.path(ancestor, descendant)
-        collector.add_path(collector.add_states(states), actions, float(result.expanded), None)
+        collector.add_path(collector.add_states(states), actions, float(result.expanded), high_labels=None)
         collector.pair_lengths.append(len(actions))

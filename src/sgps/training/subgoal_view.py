@@ -4,8 +4,10 @@ The decoder returns, for each code k, a distribution over the observation channe
 in every cell. `SubgoalView.figure` draws the state as the domain renders it, the
 state's channel map (the most likely channel per cell, the same view the subgoals
 get, so the two compare cell by cell), then each subgoal's channel map titled with
-its high-level probability π_hi(k | s), with the cells that differ from the state
-outlined.
+its high-level probability π_hi(k | s) and, when known, the share of the last
+training batch's pairs that chose code k, with the cells that differ from the state
+outlined. A code no pair chose is "dead": the generator proposes it, but nothing
+taught π_low what it means.
 """
 
 from __future__ import annotations
@@ -36,6 +38,16 @@ class SubgoalView:
     observation: np.ndarray  # [C, H, W]
     subgoals: np.ndarray  # [K, C, H, W]: per-cell channel probabilities
     probabilities: np.ndarray  # [K]: π_hi(k | s)
+    code_counts: tuple[int, ...] | None = None  # pairs per code in the last training batch, when logged
+
+    def usage_line(self) -> str:
+        """The last training batch's code use, for the terminal ('' when not logged)."""
+        if self.code_counts is None:
+            return ""
+        total = max(sum(self.code_counts), 1)
+        dead = [k for k, count in enumerate(self.code_counts) if count == 0]
+        shares = "  ".join(f"code {k}: {100 * count / total:.0f}%" for k, count in enumerate(self.code_counts))
+        return f"pairs per code in the last training batch: {shares}" + (f" (dead: {dead})" if dead else "")
 
     def state_channels(self) -> np.ndarray:
         """[H, W] most likely channel of each cell of the state (EMPTY where no channel is set)."""
@@ -62,7 +74,8 @@ class SubgoalView:
             axis.imshow(_colour(goal_map))
             for row, column in zip(*np.nonzero(goal_map != state_map), strict=True):
                 axis.add_patch(plt.Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", lw=1.5))
-            axis.set_title(f"code {k}: π_hi = {self.probabilities[k]:.3f}")
+            used = "" if self.code_counts is None else f", {self.code_counts[k]} pairs"
+            axis.set_title(f"code {k}: π_hi = {self.probabilities[k]:.3f}{used}")
         for axis in axes:
             axis.set_xticks([])
             axis.set_yticks([])
@@ -76,7 +89,9 @@ class SubgoalView:
         return image
 
 
-def decode_subgoals(domain: Domain[Any], model: SubgoalModel, state: Any) -> SubgoalView:
+def decode_subgoals(
+    domain: Domain[Any], model: SubgoalModel, state: Any, code_counts: tuple[int, ...] | None = None
+) -> SubgoalView:
     """Run the generator and the high-level policy of `model` on one state."""
     device = next(model.parameters()).device
     observation = torch.from_numpy(domain.observe([state])).to(device)
@@ -85,8 +100,9 @@ def decode_subgoals(domain: Domain[Any], model: SubgoalModel, state: Any) -> Sub
         subgoals = torch.softmax(model.vqvae.subgoal_logits(observation), dim=2)[0]
         log_high = model.components(observation)[0][0]
     return SubgoalView(
-        domain, state, observation[0].cpu().numpy(), subgoals.cpu().numpy(), log_high.exp().cpu().numpy()
-    )
+        domain, state, observation[0].cpu().numpy(), subgoals.cpu().numpy(), log_high.exp().cpu().numpy(),
+        code_counts,
+    )  # fmt: skip
 
 
 def _palette(channel: int) -> tuple[float, float, float]:
