@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,13 @@ from typing import Any
 import numpy as np
 
 from sgps import __version__
+from sgps.api import animate_test_solutions
 from sgps.domains import Level, LevelSet, get_domain, read_levels, solve, write_levels
+from sgps.domains.animation import trajectory, write_gif
 from sgps.domains.generation import generate_levels, resolve_params
 from sgps.domains.render import write_png
 from sgps.errors import ConfigError, SgpsError
+from sgps.experiments import compare, write_report
 from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
 from sgps.training import runner
 from sgps.training.config import ALGORITHMS
@@ -78,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve_cmd.add_argument("--budget", type=int, help="expansion budget of --algorithm (default: none)")
     solve_cmd.add_argument("--epsilon", type=float, default=0.01, help="policy noise of levin/phs (default: 0.01)")
     solve_cmd.add_argument("--weight", type=float, default=1.5, help="WA* weight (default: 1.5)")
+    solve_cmd.add_argument("--gif", type=Path, metavar="OUT.gif", help="animate the solution found to this GIF file")
 
     train_cmd = commands.add_parser("train", help="train a policy / heuristic with the Bootstrap process")
     train_cmd.add_argument("--problems", required=True, type=Path, help="training level file or folder")
@@ -94,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train_cmd.add_argument("--max-iterations", type=int, help="passes over the training problems")
     train_cmd.add_argument("--time-limit", type=float, metavar="MIN", help="wall-clock limit in minutes")
+    train_cmd.add_argument(
+        "--levin-plus-one", action="store_true", default=None, help="LevinTS orders by (d+1)/π (the paper) not g/π"
+    )
+    train_cmd.add_argument(
+        "--duplicates", choices=("eager", "lazy"), help="eager: first copy wins (default); lazy: the paper's closed set"
+    )
+    train_cmd.add_argument("--loss", choices=("levin", "improved-levin"), help="policy loss weighting (default: levin)")
     subgoal = train_cmd.add_argument_group("subgoal-guided policies (phs-sg, levin-sg)")
     subgoal.add_argument(
         "--no-failed-trees", dest="failed_trees", action="store_false", default=None,
@@ -103,10 +115,24 @@ def build_parser() -> argparse.ArgumentParser:
     subgoal.add_argument(
         "--cluster-level", type=int, metavar="L", help="hierarchy level pairs are drawn from (default 0: ⌊L/2⌋-1)"
     )
-    subgoal.add_argument("--conditioning", choices=("code", "state"), help="condition on codes or decoded subgoals")
+    subgoal.add_argument(
+        "--conditioning", choices=("code-vector", "decoded-state", "code", "state"),
+        help="condition on code vectors (default) or decoded subgoals; code/state: deprecated spellings",
+    )  # fmt: skip
+    subgoal.add_argument(
+        "--codebook", choices=("standardised", "restart", "reference"),
+        help="keep the codebook in use (default: standardised); reference: the EMA alone, which collapses",
+    )  # fmt: skip
     subgoal.add_argument("--mixture", choices=("geometric", "arithmetic"), help="how π^SG mixes (default: geometric)")
     train_cmd.add_argument("--resume", action="store_true", help="continue the run in --out")
     train_cmd.add_argument("--quiet", action="store_true", help="no progress bar")
+    train_cmd.add_argument(
+        "--threads", type=int, metavar="N",
+        help="torch threads of this process (default: $OMP_NUM_THREADS, else usable cores / workers)",
+    )  # fmt: skip
+    train_cmd.add_argument(
+        "--max-batches", type=int, metavar="N", help="stop after N batches, resumable with --resume"
+    )
 
     test_cmd = commands.add_parser("test", help="test a trained run: budget doubling over rounds")
     test_cmd.add_argument("run", type=Path, help="run directory")
@@ -114,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     test_cmd.add_argument("--budget", type=int, default=4000, help="first-round budget (default: 4000)")
     test_cmd.add_argument("--rounds", type=int, default=1, help="rounds, doubling the budget (default: 1)")
     test_cmd.add_argument("--checkpoint", default="best", help="best, last, or a checkpoint path (default: best)")
+    test_cmd.add_argument("--gif", type=Path, metavar="DIR", help="animate each solved problem to DIR/NAME.gif")
+    test_cmd.add_argument("--gif-limit", type=int, default=20, metavar="N", help="at most N GIFs (default: 20)")
 
     subgoals = commands.add_parser("subgoals", help="draw a state beside the K subgoals a trained π^SG proposes")
     subgoals.add_argument("run", type=Path, help="run directory of a phs-sg or levin-sg run")
@@ -121,6 +149,22 @@ def build_parser() -> argparse.ArgumentParser:
     subgoals.add_argument("--index", type=int, default=0, help="which level, counting from 0 (default: 0)")
     subgoals.add_argument("--png", required=True, type=Path, help="picture to write")
     subgoals.add_argument("--checkpoint", default="best", help="best, last, or a checkpoint path (default: best)")
+
+    compare_cmd = commands.add_parser(
+        "compare", help="train and test every (algorithm, seed) of a comparison config, resumably"
+    )
+    compare_cmd.add_argument("config", type=Path, help="comparison config (TOML; see docs/experiments.md)")
+    compare_cmd.add_argument(
+        "--out", required=True, type=Path, metavar="DIR", help="comparison folder (run again to resume)"
+    )
+    compare_cmd.add_argument("--jobs", type=int, metavar="N", help="runs at a time (default: one per usable core)")
+    compare_cmd.add_argument("--threads", type=int, metavar="N", help="threads per run (default: cores / jobs)")
+    compare_cmd.add_argument(
+        "--max-batches", type=int, metavar="N", help="train each run N more batches at most, then stop (resumable)"
+    )
+
+    report_cmd = commands.add_parser("report", help="tables and learning curves of a comparison folder")
+    report_cmd.add_argument("dir", type=Path, metavar="DIR", help="the folder `sgps compare` wrote")
 
     demo = commands.add_parser("demo", help="generate, solve and draw a few levels of each domain")
     demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output folder (default: runs/demo)")
@@ -139,6 +183,7 @@ def _add_level_arguments(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
+    warnings.formatwarning = _format_warning
     try:
         for module in args.plugin:
             _load_plugin(module)
@@ -153,6 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sgps: interrupted", file=sys.stderr)
         return 130
+
+
+def _format_warning(message: Warning | str, category: type[Warning], *_: object, **__: object) -> str:
+    """Warnings (e.g. deprecated option spellings) as one `sgps: warning:` line."""
+    return f"sgps: warning: {message}\n"
 
 
 def _load_plugin(module: str) -> None:
@@ -222,6 +272,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         return 1
     print(f"optimal length: {result.length} ({stats})")
     print("actions: " + " ".join(domain.action_names[a] for a in result.actions))
+    _solution_gif(args.gif, domain, level.state, result.actions)
     return 0
 
 
@@ -244,12 +295,24 @@ def _best_first(args: argparse.Namespace, domain: Any, level: Level) -> int:
     )
     if result.actions is not None:
         print("actions: " + " ".join(domain.action_names[a] for a in result.actions))
+        _solution_gif(args.gif, domain, level.state, result.actions)
     return 0 if result.solved else 1
 
 
+def _solution_gif(path: Path | None, domain: Any, start: Any, actions: Sequence[int]) -> None:
+    """`--gif`: animate a solution, one frame per state."""
+    if path is not None:
+        write_gif(path, domain, trajectory(domain, start, actions))
+        print(f"wrote {path}")
+
+
 def cmd_train(args: argparse.Namespace) -> int:
-    overrides: dict[str, dict[str, object]] = {"run": {}, "bootstrap": {}, "subgoal": {}}
+    overrides: dict[str, dict[str, object]] = {"run": {}, "bootstrap": {}, "subgoal": {}, "search": {}, "learner": {}}
     for section, key, value in (
+        ("search", "levin_plus_one", args.levin_plus_one),
+        ("search", "duplicates", args.duplicates),
+        ("learner", "loss", args.loss),
+        ("subgoal", "codebook", args.codebook),
         ("subgoal", "failed_trees", args.failed_trees),
         ("subgoal", "codebook_size", args.codebook_size),
         ("subgoal", "cluster_level", args.cluster_level),
@@ -274,6 +337,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         overrides=overrides,
         resume=args.resume,
         quiet=args.quiet,
+        threads=args.threads,
+        max_batches=args.max_batches,
     )
     print(
         f"trained {config.run.algorithm} on {config.run.domain}: {state.iteration} iterations, "
@@ -287,6 +352,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_test(args: argparse.Namespace) -> int:
     summary = runner.test(args.run, args.problems, budget=args.budget, rounds=args.rounds, checkpoint=args.checkpoint)
     print(summary.table_row())
+    if args.gif is not None:
+        written = animate_test_solutions(args.run, args.problems, args.gif, limit=args.gif_limit,
+                                         checkpoint=args.checkpoint)  # fmt: skip
+        print(f"wrote {len(written)} GIFs to {args.gif}")
     return 0
 
 
@@ -295,6 +364,25 @@ def cmd_subgoals(args: argparse.Namespace) -> int:
     write_png(args.png, view.figure())
     ranked = sorted(enumerate(view.probabilities), key=lambda item: -item[1])
     print("  ".join(f"code {k}: p={p:.3f}" for k, p in ranked) + f" -> {args.png}")
+    if view.usage_line():
+        print(view.usage_line())
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    outcome = compare(args.config, args.out, jobs=args.jobs, threads=args.threads, max_batches=args.max_batches,
+                      plugins=args.plugin)  # fmt: skip
+    print(outcome.summary())
+    failure = outcome.failure()
+    if failure is not None:
+        print(f"sgps: error: {failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = write_report(args.dir)
+    print(f"wrote {path}, {args.dir / 'curves.png'} and {args.dir / 'curves.csv'}")
     return 0
 
 
@@ -370,6 +458,8 @@ COMMANDS = {
     "train": cmd_train,
     "test": cmd_test,
     "subgoals": cmd_subgoals,
+    "compare": cmd_compare,
+    "report": cmd_report,
     "demo": cmd_demo,
 }
 

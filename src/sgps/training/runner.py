@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
 from tqdm import tqdm
 
 from sgps.domains.levels import read_levels
@@ -34,8 +36,16 @@ def train(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     resume: bool = False,
     quiet: bool = False,
+    threads: int | None = None,
+    max_batches: int | None = None,
 ) -> tuple[TrainConfig, LoopState]:
-    """Train on the levels in `problems` into run directory `out` (or resume it)."""
+    """Train on the levels in `problems` into run directory `out` (or resume it).
+
+    `threads`: torch threads of this process (default: `default_threads`);
+    `max_batches`: stop after that many batches (after a checkpoint), to go on with `resume`.
+    """
+    if max_batches is not None and max_batches < 1:
+        raise ConfigError("--max-batches must be at least 1")
     if resume:
         config = resolve_config("paper", out / "config.toml")
     else:
@@ -44,6 +54,10 @@ def train(
         config = resolve_config(preset, config_file, overrides)
     levels = read_levels(problems, domain or (config.run.domain if resume else None))
     workers = config.run.workers or usable_cores()
+    threads = default_threads() if threads is None else threads
+    if threads < 1:
+        raise ConfigError("--threads must be at least 1")
+    torch.set_num_threads(threads)
     run_settings = dataclasses.replace(config.run, domain=levels.domain.name, workers=workers)
     config = dataclasses.replace(config, run=run_settings)
     states = levels.states()
@@ -58,13 +72,14 @@ def train(
     with contextlib.ExitStack() as stack:
         pool = None
         if workers > 1 and next(iter(method.model_weights().values())).device.type == "cpu":
+            stack.enter_context(_one_thread_per_worker())
             pool = stack.enter_context(SearchPool(workers, levels.domain, train_levels[0], config))
         bootstrap = Bootstrap(levels.domain, train_levels, validation_levels, method, config.bootstrap, run_dir, pool)
         if resume:
             bootstrap.resume()
         else:
             run_dir.create(config.as_dict())
-        state = _run_with_progress(bootstrap, len(train_levels), quiet)
+        state = _run_with_progress(bootstrap, len(train_levels), quiet, max_batches)
     return config, state
 
 
@@ -73,7 +88,33 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _run_with_progress(bootstrap: Bootstrap, train_count: int, quiet: bool) -> LoopState:
+def default_threads() -> int:
+    """Torch threads of a training process: OMP_NUM_THREADS where set, else every usable core.
+
+    The process and its search pool never compute at once (the workers search while it
+    waits; it learns while they wait), and the workers run one thread each, so a lone
+    run may use every core. Runs side by side must say so (`sgps compare` sets both).
+    """
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else usable_cores()
+
+
+@contextlib.contextmanager
+def _one_thread_per_worker() -> Iterator[None]:
+    """One OpenMP / MKL thread in the search workers spawned meanwhile (they inherit the environment)."""
+    saved = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    os.environ.update(dict.fromkeys(saved, "1"))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _run_with_progress(bootstrap: Bootstrap, train_count: int, quiet: bool, max_batches: int | None) -> LoopState:
     """Run the loop under a progress bar (iteration, budget, solved, expansions/s)."""
     started = time.perf_counter()
     with tqdm(desc="training", unit="batch", disable=quiet, leave=False) as bar:
@@ -88,7 +129,7 @@ def _run_with_progress(bootstrap: Bootstrap, train_count: int, quiet: bool) -> L
                 exp_per_s=f"{rate:,.0f}",
             )
 
-        return bootstrap.run(on_batch=progress)
+        return bootstrap.run(max_batches=max_batches, on_batch=progress)
 
 
 def test(run: Path, problems: Path, *, budget: int = 4000, rounds: int = 1, checkpoint: str = "best") -> TestSummary:
@@ -99,7 +140,7 @@ def test(run: Path, problems: Path, *, budget: int = 4000, rounds: int = 1, chec
     levels = read_levels(problems, config.run.domain)
     states = levels.states()
     method = build_method(levels.domain, states[0], config)
-    method.load_model(_checkpoint_path(run, checkpoint))
+    method.load_model(checkpoint_path(run, checkpoint))
     return run_test(
         levels.domain,
         states,
@@ -122,11 +163,24 @@ def subgoals(run: Path, problems: Path, *, index: int = 0, checkpoint: str = "be
         raise ConfigError(f"{problems} has {len(levels)} levels; --index {index} is out of range")
     state = levels.levels[index].state
     method = build_subgoal_method(levels.domain, state, config)
-    method.load_model(_checkpoint_path(run, checkpoint))
-    return decode_subgoals(levels.domain, method.model, state)
+    method.load_model(checkpoint_path(run, checkpoint))
+    return decode_subgoals(levels.domain, method.model, state, last_code_counts(run, method.report_columns))
 
 
-def _checkpoint_path(run: Path, checkpoint: str) -> Path:
+def last_code_counts(run: Path, report_columns: Sequence[str]) -> tuple[int, ...] | None:
+    """The code use of the last training batch that logged one (metrics/learning.csv), if any."""
+    try:
+        rows = RunDirectory(run, report_columns).read("learning")
+    except (OSError, csv.Error):
+        return None
+    for row in reversed(rows):
+        counts = (row.get("code_counts") or "").split()
+        if counts and all(count.isdigit() for count in counts):
+            return tuple(int(count) for count in counts)
+    return None
+
+
+def checkpoint_path(run: Path, checkpoint: str) -> Path:
     """`best` (falling back to the latest when no validation has run yet), `last`, or a path."""
     named = {"best": run / "checkpoints" / "best.safetensors", "last": run / "checkpoints" / "latest.safetensors"}
     path = named.get(checkpoint, Path(checkpoint))

@@ -1,0 +1,340 @@
+"""The Python API for scripts: train a run, load it as a searcher, solve levels with it.
+
+::
+
+    import sgps
+
+    run = sgps.train("train.txt", "runs/tsp", preset="tiny")
+    searcher = sgps.load(run.path)
+    result = searcher.solve("test.txt", index=0, budget=2000)
+
+`train` takes the options of ``sgps train`` as keyword arguments. `load` reads a run
+directory the way ``sgps test`` does: its ``config.toml`` names the domain, algorithm
+and network, and its checkpoint holds the weights. A `Searcher` builds the network for
+the level size it is asked about (the size the run was trained on; another size is a
+`CheckpointError`) and searches in exact best-first order, as the test procedure does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sgps.domains import Level, get_domain, read_levels
+from sgps.domains.animation import write_gif
+from sgps.errors import CheckpointError, ConfigError
+from sgps.search import SearchResult, make_algorithm, search, search_lockstep
+from sgps.search.costs import Algorithm
+from sgps.training import Method, RunDirectory, runner
+from sgps.training.config import TrainConfig, resolve_config
+from sgps.training.runner import checkpoint_path
+from sgps.training.setup import FLAT_HEADS, build_method
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    """What one search of one level found."""
+
+    solved: bool
+    status: str  # "solved", "budget" (the budget ran out) or "no_solution" (nothing left to expand)
+    actions: tuple[int, ...] | None  # the solution's actions, when solved
+    states: tuple[Any, ...] | None  # the states it visits, the start state first
+    expansions: int
+    generated: int
+    seconds: float
+
+    @property
+    def length(self) -> int | None:
+        """The number of actions of the solution, when solved."""
+        return None if self.actions is None else len(self.actions)
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    """Where a training run went and how it ended."""
+
+    path: Path  # the run directory: `load(path)` searches with its model
+    domain: str
+    algorithm: str
+    iterations: int  # passes over the training problems
+    solved: int  # training problems solved at least once
+    expansions: int  # over every training search
+    best_validation: int  # most validation problems solved in one validation pass
+    seconds: float
+
+
+class Searcher:
+    """A trained run's model driving its search: `solve` one level, `solve_many` in lockstep."""
+
+    def __init__(self, config: TrainConfig, checkpoint: Path) -> None:
+        """Prefer `load`; `config` is the run's resolved configuration, `checkpoint` its weights."""
+        self.config = config
+        self.checkpoint = checkpoint
+        self.domain = get_domain(config.run.domain)
+        self._methods: dict[tuple[int, int, int], Method] = {}  # per observation shape
+
+    @property
+    def algorithm(self) -> str:
+        """The algorithm the run trained (its default search)."""
+        return self.config.run.algorithm
+
+    def solve(
+        self,
+        level: str | Path | Level | object,
+        index: int = 0,
+        *,
+        budget: int | None = 4000,
+        algorithm: str | None = None,
+        epsilon: float | None = None,
+    ) -> SearchOutcome:
+        """Search one level with the trained model.
+
+        `level` is a level file or folder (`index` picks the level), a `Level`, or a
+        domain state. `budget` caps the expansions (None: no cap). `algorithm` is the
+        trained one by default, or any search the network's heads can guide (astar,
+        wastar and gbfs need a heuristic head, levin a policy head, phs both; bfs
+        needs neither).
+        `epsilon` is the policy noise (default: the run's).
+        """
+        start = self._start(level, index)
+        method, chosen = self._prepare(start, algorithm)
+        result = search(
+            self.domain, start, chosen, method.test_evaluator(),
+            budget=self._budget(budget), epsilon=self._epsilon(epsilon),
+        )  # fmt: skip
+        return _outcome(result)
+
+    def solve_many(
+        self,
+        levels: str | Path | Sequence[Level | object],
+        *,
+        budget: int | None = 4000,
+        algorithm: str | None = None,
+        epsilon: float | None = None,
+    ) -> list[SearchOutcome]:
+        """Search every level (a level file or folder, or a list of `Level`s or states) in lockstep.
+
+        Each search follows the order it would follow alone; the network evaluates the
+        requests of all of them as one batch. The levels must share one size. The
+        options are those of `solve`; the outcomes come back in input order.
+        """
+        if isinstance(levels, str | Path):
+            starts = read_levels(levels, self.domain).states()
+        else:
+            starts = [level.state if isinstance(level, Level) else level for level in levels]
+        if not starts:
+            return []
+        shapes = {self.domain.observation_shape(start) for start in starts}
+        if len(shapes) > 1:
+            raise ConfigError(f"solve_many needs levels of one size; these have observation shapes {sorted(shapes)}")
+        method, chosen = self._prepare(starts[0], algorithm)
+        results = search_lockstep(
+            self.domain, starts, chosen, method.test_evaluator(),
+            budget=self._budget(budget), epsilon=self._epsilon(epsilon),
+        )  # fmt: skip
+        return [_outcome(result) for result in results]
+
+    def _start(self, level: str | Path | Level | object, index: int) -> Any:
+        if isinstance(level, str | Path):
+            levels = read_levels(level, self.domain)
+            if not 0 <= index < len(levels):
+                raise ConfigError(f"{level} has {len(levels)} levels; index {index} is out of range")
+            return levels.levels[index].state
+        if isinstance(level, Level):
+            return level.state
+        return level
+
+    def _prepare(self, start: Any, name: str | None) -> tuple[Method, Algorithm]:
+        """The method for levels shaped like `start`, and the algorithm to search with (checked first)."""
+        algorithm = None if name is None else self._algorithm(name)
+        method = self._method(start)
+        return method, method.algorithm if algorithm is None else algorithm
+
+    def _method(self, start: Any) -> Method:
+        """The run's method for levels shaped like `start`, its weights loaded from the checkpoint."""
+        shape = self.domain.observation_shape(start)
+        method = self._methods.get(shape)
+        if method is None:
+            method = build_method(self.domain, start, self.config)
+            method.load_model(self.checkpoint)
+            self._methods[shape] = method
+        return method
+
+    def _algorithm(self, name: str) -> Algorithm:
+        """The algorithm called `name`, if the run's network has the heads it needs."""
+        try:
+            search = self.config.search
+            algorithm = make_algorithm(name, plus_one=search.levin_plus_one, duplicates=search.duplicates)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        policy, heuristic = FLAT_HEADS.get(self.algorithm, (True, True))
+        for needed, present, head in ((algorithm.uses_policy, policy, "policy"),
+                                      (algorithm.uses_heuristic, heuristic, "heuristic")):  # fmt: skip
+            if needed and not present:
+                raise ConfigError(f"{name} needs a {head}, and the network of this {self.algorithm} run has none")
+        return algorithm
+
+    def _budget(self, budget: int | None) -> int | None:
+        if budget is not None and budget < 1:
+            raise ConfigError("the budget must be at least 1 (or None for no budget)")
+        return budget
+
+    def _epsilon(self, epsilon: float | None) -> float:
+        value = self.config.bootstrap.epsilon if epsilon is None else epsilon
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError("epsilon must be between 0 and 1")
+        return value
+
+
+def load(path: str | Path, *, checkpoint: str = "best", device: str | None = None) -> Searcher:
+    """A trained run's model, ready to search.
+
+    `path` is a run directory or a checkpoint file in a run's ``checkpoints/`` folder.
+    For a run directory, `checkpoint` picks the weights as ``sgps test --checkpoint``
+    does: ``best`` (the latest when no validation has run yet), ``last``, or a file.
+    `device` is ``cpu``, ``cuda`` or ``auto`` (default: the run's own setting).
+    """
+    given = Path(path)
+    if given.is_file():
+        run, weights = given.parent.parent, given
+    else:
+        run, weights = given, checkpoint_path(given, checkpoint)
+    if not (run / "config.toml").is_file():
+        raise ConfigError(f"{run}: not a run directory (it has no config.toml)")
+    config = resolve_config("paper", run / "config.toml")
+    if device is not None:
+        config = dataclasses.replace(config, run=dataclasses.replace(config.run, device=device))
+    if not weights.is_file():
+        raise CheckpointError(f"{weights}: no such checkpoint file")
+    return Searcher(config, weights)
+
+
+def train(
+    problems: str | Path,
+    out: str | Path,
+    *,
+    domain: str | None = None,
+    algorithm: str | None = None,
+    validation: str | Path | None = None,
+    config: str | Path | None = None,
+    preset: str = "cpu",
+    seed: int | None = None,
+    device: str | None = None,
+    workers: int | None = None,
+    max_iterations: int | None = None,
+    time_limit: float | None = None,
+    failed_trees: bool | None = None,
+    codebook_size: int | None = None,
+    cluster_level: int | None = None,
+    conditioning: str | None = None,
+    codebook: str | None = None,
+    mixture: str | None = None,
+    levin_plus_one: bool | None = None,
+    duplicates: str | None = None,
+    loss: str | None = None,
+    resume: bool = False,
+    quiet: bool = False,
+    threads: int | None = None,
+    max_batches: int | None = None,
+) -> TrainedRun:
+    """Train on the levels in `problems` into the run directory `out`, as ``sgps train`` does.
+
+    Every option is the command's flag of the same name (``time_limit`` in minutes);
+    None keeps the value of the preset or the `config` TOML file.
+    """
+    settings: dict[tuple[str, str], object] = {
+        ("run", "algorithm"): algorithm,
+        ("run", "device"): device,
+        ("run", "workers"): workers,
+        ("bootstrap", "seed"): seed,
+        ("bootstrap", "max_iterations"): max_iterations,
+        ("bootstrap", "time_limit_minutes"): time_limit,
+        ("subgoal", "failed_trees"): failed_trees,
+        ("subgoal", "codebook_size"): codebook_size,
+        ("subgoal", "cluster_level"): cluster_level,
+        ("subgoal", "conditioning"): conditioning,
+        ("subgoal", "codebook"): codebook,
+        ("subgoal", "mixture"): mixture,
+        ("search", "levin_plus_one"): levin_plus_one,
+        ("search", "duplicates"): duplicates,
+        ("learner", "loss"): loss,
+    }
+    overrides: dict[str, dict[str, object]] = {}
+    for (section, key), value in settings.items():
+        if value is not None:
+            overrides.setdefault(section, {})[key] = value
+    resolved, state = runner.train(
+        Path(problems),
+        Path(out),
+        domain=domain,
+        validation=None if validation is None else Path(validation),
+        preset=preset,
+        config_file=None if config is None else Path(config),
+        overrides=overrides,
+        resume=resume,
+        quiet=quiet,
+        threads=threads,
+        max_batches=max_batches,
+    )
+    return TrainedRun(
+        path=Path(out),
+        domain=resolved.run.domain,
+        algorithm=resolved.run.algorithm,
+        iterations=state.iteration,
+        solved=len(state.solved),
+        expansions=state.cumulative_expansions,
+        best_validation=max(state.best_validation, 0),
+        seconds=state.seconds,
+    )
+
+
+def animate_test_solutions(
+    run: str | Path, problems: str | Path, out: str | Path, *, limit: int = 20, checkpoint: str = "best"
+) -> list[Path]:
+    """GIFs of the solutions the last ``sgps test`` of `problems` found: one per solved problem, at most `limit`.
+
+    The test records which problems it solved, and with which budget, in
+    ``RUN/metrics/test-NAME.csv``; the first `limit` of them (in problem order) are
+    searched again in lockstep, which finds their solutions again without searching
+    the unsolved problems, and each solution is drawn to ``OUT/<file>-<k>.gif``.
+    Returns the files written.
+    """
+    if limit < 0:
+        raise ConfigError("the GIF limit must not be negative")
+    run, problems, out = Path(run), Path(problems), Path(out)
+    record = f"test-{problems.stem}"
+    if not (run / "metrics" / f"{record}.csv").is_file():
+        raise ConfigError(f"{run} has no test record of {problems}; run `sgps test` on it first")
+    rows = [row for row in RunDirectory(run).read(record) if row["solved"] == "1"]
+    chosen = sorted(rows, key=lambda row: int(row["problem"]))[:limit]
+    if not chosen:
+        return []
+    searcher = load(run, checkpoint=checkpoint)
+    levels = read_levels(problems, searcher.domain).levels
+    picked = [levels[int(row["problem"])] for row in chosen]
+    outcomes = searcher.solve_many(picked, budget=max(int(row["budget"]) for row in chosen))
+    written = []
+    for level, outcome in zip(picked, outcomes, strict=True):
+        if outcome.states is not None:
+            path = out / f"{level.name.replace(':', '-')}.gif"
+            write_gif(path, searcher.domain, outcome.states)
+            written.append(path)
+    return written
+
+
+def _outcome(result: SearchResult) -> SearchOutcome:
+    return SearchOutcome(
+        solved=result.solved,
+        status=result.status,
+        actions=result.actions,
+        states=result.states,
+        expansions=result.expanded,
+        generated=result.generated,
+        seconds=result.seconds,
+    )
+
+
+__all__ = ["SearchOutcome", "Searcher", "TrainedRun", "animate_test_solutions", "load", "train"]

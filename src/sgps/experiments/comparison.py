@@ -1,0 +1,126 @@
+"""`sgps compare CONFIG --out DIR`: every (algorithm, seed) of a comparison config, trained and tested.
+
+The comparison folder::
+
+    DIR/compare.toml            the resolved config (a changed config on the same DIR is refused)
+    DIR/problems/               the problem sets (problems.py)
+    DIR/configs/NAME-sSEED.toml the training config of each run
+    DIR/runs/NAME-sSEED/        each run's ordinary run directory (`sgps test`, `sgps subgoals` work on it)
+    DIR/logs/NAME-sSEED.log     the output of each run's `sgps train` / `sgps test` processes
+
+Running it again on the same folder skips finished runs and resumes interrupted ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import sys
+import tomllib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from sgps.errors import ConfigError
+from sgps.experiments.concurrency import Concurrency, plan_concurrency
+from sgps.experiments.plan import ComparePlan, changed_keys, read_plan
+from sgps.experiments.problems import count_levels, pending_problems, problem_files, write_problems
+from sgps.experiments.progress import ProgressDisplay
+from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
+from sgps.experiments.tomlfile import dumps
+from sgps.fileio import atomic_write_text
+from sgps.training.rundir import to_toml
+from sgps.training.runner import usable_cores
+
+
+@dataclass(frozen=True)
+class CompareOutcome:
+    """How every run of a comparison ended."""
+
+    out: Path
+    jobs: Sequence[Job]
+    concurrency: Concurrency
+
+    def names(self, status: str) -> list[str]:
+        return [job.run.name for job in self.jobs if job.status == status]
+
+    def summary(self) -> str:
+        done_now = sum(job.status == DONE and job.commands > 0 for job in self.jobs)
+        done = len(self.names(DONE))
+        parts = [f"{done} done ({done - done_now} earlier)", f"{len(self.names(PAUSED))} paused",
+                 f"{len(self.names(FAILED))} failed"]  # fmt: skip
+        return f"{len(self.jobs)} runs: {', '.join(parts)} -> {self.out} (next: sgps report {self.out})"
+
+    def failure(self) -> str | None:
+        """One line naming the failed runs and why, or None."""
+        failed = [job for job in self.jobs if job.status == FAILED]
+        if not failed:
+            return None
+        named = "; ".join(f"{job.run.name}: {job.error}" for job in failed)
+        return f"{len(failed)} of {len(self.jobs)} runs failed ({named}); their output is in {self.out / 'logs'}"
+
+
+def compare(
+    config: Path,
+    out: Path,
+    *,
+    jobs: int | None = None,
+    threads: int | None = None,
+    max_batches: int | None = None,
+    plugins: Sequence[str] = (),
+    stream: TextIO | None = None,
+) -> CompareOutcome:
+    """Run (or go on with) the comparison `config` in folder `out`.
+
+    `jobs` / `threads`: runs at a time and threads per run (default: planned from the usable
+    cores); `max_batches`: train each run for at most that many more batches, leaving it to
+    resume; `plugins`: modules the child processes import (``sgps --plugin``). Everything
+    is checked before anything is written: a bad config is a `ConfigError`.
+    """
+    if max_batches is not None and max_batches < 1:
+        raise ConfigError("--max-batches must be at least 1")
+    plan = read_plan(config)
+    concurrency = plan_concurrency(usable_cores(), len(plan.runs), jobs=jobs, threads=threads)
+    _refuse_changes(config, out, plan)
+    files = problem_files(plan, out)
+    pending = pending_problems(plan, files, str(config))
+    with _locked(out):
+        _refuse_changes(config, out, plan)
+        atomic_write_text(out / "compare.toml", dumps(plan.resolved))
+        write_problems(plan.domain, pending)
+        total = count_levels(files.train)
+        queue = []
+        for run in plan.runs:
+            run_config = out / "configs" / f"{run.name}.toml"
+            atomic_write_text(run_config, to_toml(run.config.as_dict()))
+            queue.append(Job(run, out / "runs" / run.name, run_config, out / "logs" / f"{run.name}.log",
+                             plan.train_count(run, total)))  # fmt: skip
+        display = ProgressDisplay(stream or sys.stdout)
+        display.event(f"compare {config} -> {out}: {len(queue)} runs, {concurrency.describe()}")
+        Scheduler(plan, files, queue, concurrency, display, max_batches=max_batches, plugins=plugins).run()
+    return CompareOutcome(out, queue, concurrency)
+
+
+def _refuse_changes(config: Path, out: Path, plan: ComparePlan) -> None:
+    """A `ConfigError` naming the keys in which `plan` differs from the one `out` was started with."""
+    stored = out / "compare.toml"
+    if not stored.exists():
+        return
+    keys = changed_keys(tomllib.loads(stored.read_text()), plan.resolved)
+    if keys:
+        named = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+        raise ConfigError(f"{config}: {named}: differ from {stored}, which the runs in {out} started with; "
+                          "restore them or choose another --out")  # fmt: skip
+
+
+@contextlib.contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    """Hold `out` for this comparison: a second `sgps compare` on the same folder is refused."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"{out} is in use by another sgps compare") from None
+        yield

@@ -1,0 +1,452 @@
+"""The comparison config of `sgps compare`: its schema, its checks and the runs it names.
+
+A comparison config is a TOML file (docs/experiments.md)::
+
+    [compare]              domain, algorithms (algorithm or variant names), seeds, preset
+    [problems.train]       the training set: generated, or read from a level file or folder
+    [problems.validation]  optional; otherwise `validation` problems of the training set are
+                           held out, split by each run's seed (spec/algorithms.md 6.1)
+    [tests.NAME]           a test set, with the test procedure's budget and rounds (6.7)
+    [train.SECTION]        overrides of `sgps train`'s configuration, for every run
+    [variants.NAME]        a named variant: `algorithm` and its own overrides
+    [paper.NAME]           the paper's numbers, shown beside ours in the report
+
+Every key is checked before anything is written or started; a bad one is a
+`ConfigError` that reads ``CONFIG: section.key: problem``. The resolved config (with
+defaults filled in and file paths made absolute) is what ``DIR/compare.toml`` holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sgps.domains import domain_names, get_domain, read_levels
+from sgps.domains.base import Domain
+from sgps.domains.generation import generate_levels, resolve_params
+from sgps.errors import ConfigError, SgpsError
+from sgps.training.config import ALGORITHMS, PRESETS, SECTIONS, TrainConfig, resolve_config
+from sgps.training.setup import split_problems
+
+#: Settings of a run that the comparison itself decides, and where they come from.
+SET_BY_COMPARE = {
+    ("run", "algorithm"): "compare.algorithms",
+    ("run", "domain"): "compare.domain",
+    ("run", "workers"): "the concurrency plan",
+    ("bootstrap", "seed"): "compare.seeds",
+}
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class ProblemSource:
+    """A problem set: `count` levels generated from seeds `seed`, `seed + 1`, ... of a generator
+    variant, or levels `first` to `first + count` of a level file or folder (all by default)."""
+
+    variant: str | None = None
+    seed: int = 0
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    file: Path | None = None
+    first: int = 0
+    count: int | None = None
+
+    def resolved(self) -> dict[str, Any]:
+        """The source as ``compare.toml`` records it."""
+        if self.file is not None:
+            entry: dict[str, Any] = {"file": str(self.file), "first": self.first}
+            return entry if self.count is None else {**entry, "count": self.count}
+        return {"variant": self.variant, "seed": self.seed, "count": self.count, "params": dict(self.params)}
+
+    def load(self, domain: Domain[Any], where: str) -> list[Any]:
+        """The set's initial states; a `ConfigError` naming `where` if a file holds too few levels."""
+        if self.file is None:
+            params = resolve_params(domain, self.variant or "standard", self.params)
+            return generate_levels(domain, params, self.seed, self.count or 0)
+        states = read_levels(self.file, domain).states()
+        end = len(states) if self.count is None else self.first + self.count
+        if end > len(states) or self.first >= len(states):
+            raise ConfigError(f"{where}.count: {self.file} holds {len(states)} levels, not first + count = {end}")
+        return states[self.first : end]
+
+
+@dataclass(frozen=True)
+class TestSet:
+    """A named test set and the test procedure's settings: round r searches with budget * 2^(r-1)."""
+
+    name: str
+    source: ProblemSource
+    budget: int = 4000
+    rounds: int = 1
+
+
+@dataclass(frozen=True)
+class PaperNumbers:
+    """What the paper reports for one algorithm (spec/algorithms.md 10.2-10.6)."""
+
+    test: tuple[float, ...] = ()  # solved, or solved / mean expansions / mean length
+    train: tuple[float, ...] = ()  # total expansions / hours / training problems solved
+    distance: float | None = None  # mean subgoal distance (cluster-level ablation)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One (algorithm or variant, seed) of the comparison; its run directory is ``runs/NAME``."""
+
+    name: str
+    variant: str
+    algorithm: str
+    seed: int
+    config: TrainConfig
+
+
+@dataclass(frozen=True)
+class ComparePlan:
+    """A checked comparison config: problem sets, test sets and every run."""
+
+    domain: str
+    variants: tuple[str, ...]  # compare.algorithms, in the config's order
+    seeds: tuple[int, ...]
+    train: ProblemSource
+    held_out: int  # training problems held out for validation (0: see `validation`)
+    validation: ProblemSource | None
+    tests: tuple[TestSet, ...]
+    runs: tuple[RunSpec, ...]
+    paper: Mapping[str, PaperNumbers]
+    resolved: Mapping[str, Any]  # what compare.toml holds
+
+    def train_count(self, run: RunSpec, total: int) -> int:
+        """Training problems of `run` when the training set holds `total` (validation split off)."""
+        if self.validation is not None:
+            return total
+        return len(split_problems(list(range(total)), run.config.run.validation_fraction, run.seed)[0])
+
+    def algorithm_of(self, variant: str) -> str:
+        return next(run.algorithm for run in self.runs if run.variant == variant)
+
+
+def read_plan(path: Path, *, check_files: bool = True) -> ComparePlan:
+    """Read and check a comparison config; relative file paths are relative to the config's folder.
+
+    `check_files` also checks that level files exist (not needed to report on finished runs).
+    """
+    try:
+        document = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML ({error})") from None
+    return parse_plan(document, str(path), path.resolve().parent, check_files=check_files)
+
+
+def parse_plan(document: Mapping[str, Any], origin: str, base: Path, *, check_files: bool = True) -> ComparePlan:
+    """Check a parsed comparison config; errors read ``ORIGIN: section.key: problem``."""
+    top = _Table(origin, "", document)
+    head = top.table("compare")
+    domain_name = head.string("domain")
+    if domain_name not in domain_names():
+        raise head.error("domain", f"unknown domain {domain_name!r} (domains: {', '.join(domain_names())})")
+    domain = get_domain(domain_name)
+    preset = head.string("preset", "cpu")
+    if preset not in PRESETS:
+        raise head.error("preset", f"unknown preset {preset!r} (presets: {', '.join(PRESETS)})")
+    names = head.names("algorithms")
+    seeds = head.integers("seeds", [0])
+    head.finish()
+
+    variant_tables = top.table("variants", {})
+    variants: dict[str, tuple[str, dict[str, dict[str, Any]]]] = {}
+    for name in variant_tables.values:
+        if name not in names:
+            raise variant_tables.error(name, "not listed in compare.algorithms")
+        variants[name] = _variant(variant_tables.table(name), name, preset)
+    variant_tables.finish()
+    for name in names:
+        if name not in ALGORITHMS and name not in variants:
+            known = ", ".join(ALGORITHMS)
+            raise head.error("algorithms", f"unknown algorithm {name!r} (algorithms: {known}, or a [variants] name)")
+        variants.setdefault(name, (name, {}))
+
+    problems = top.table("problems")
+    train_table = problems.table("train")
+    held_out = train_table.integer("validation", 0, minimum=1)
+    train = _source(train_table, base, domain, check_files)
+    validation = None
+    if "validation" in problems.values:
+        if held_out:
+            raise train_table.error("validation", "give either problems.train.validation or [problems.validation]")
+        validation = _source(problems.table("validation"), base, domain, check_files)
+    problems.finish()
+    if held_out and train.count is None:
+        raise train_table.error("count", "needed to hold out problems.train.validation problems")
+    if held_out and held_out >= (train.count or 0):
+        raise train_table.error("validation", f"must be less than problems.train.count ({train.count})")
+
+    test_tables = top.table("tests")
+    tests = tuple(_test_set(test_tables, name, base, domain, check_files) for name in test_tables.values)
+    test_tables.finish()
+    if not tests:
+        raise top.error("tests", "name at least one test set, e.g. [tests.test]")
+
+    overrides = _overrides(top.table("train", {}), preset)
+    if held_out:
+        for where, sections in [("train", overrides), *((f"variants.{n}", v[1]) for n, v in variants.items())]:
+            if "validation_fraction" in sections.get("run", {}):
+                raise ConfigError(f"{origin}: {where}.run.validation_fraction: set by problems.train.validation")
+    runs = tuple(
+        _run(origin, name, seed, variants[name], overrides, preset, domain_name, held_out, train.count)
+        for seed in seeds
+        for name in names
+    )
+
+    paper_tables = top.table("paper", {})
+    paper = {name: _paper(paper_tables, name, names) for name in paper_tables.values}
+    paper_tables.finish()
+    top.finish()
+
+    resolved: dict[str, Any] = {
+        "compare": {"domain": domain_name, "algorithms": list(names), "seeds": list(seeds), "preset": preset},
+        "problems": {"train": {**train.resolved(), **({"validation": held_out} if held_out else {})}},
+        "tests": {t.name: {**t.source.resolved(), "budget": t.budget, "rounds": t.rounds} for t in tests},
+        "train": overrides,
+        "variants": {name: {"algorithm": algorithm, **extra} for name, (algorithm, extra) in variants.items()},
+        "paper": {name: _paper_entry(numbers) for name, numbers in paper.items()},
+    }
+    if validation is not None:
+        resolved["problems"]["validation"] = validation.resolved()
+    return ComparePlan(domain_name, tuple(names), tuple(seeds), train, held_out, validation, tests, runs, paper,
+                       resolved)  # fmt: skip
+
+
+def changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Dotted keys whose values differ between two resolved configs (the paper's numbers aside)."""
+    flat_old, flat_new = _flatten(old), _flatten(new)
+    keys = sorted(set(flat_old) | set(flat_new))
+    return [key for key in keys if not key.startswith("paper.") and flat_old.get(key) != flat_new.get(key)]
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, Mapping) and value:
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+# -- sections -------------------------------------------------------------------------
+
+
+def _variant(table: _Table, name: str, preset: str) -> tuple[str, dict[str, dict[str, Any]]]:
+    default = name if name in ALGORITHMS else _REQUIRED
+    algorithm = table.string("algorithm", default)
+    if algorithm not in ALGORITHMS:
+        raise table.error("algorithm", f"unknown algorithm {algorithm!r} (algorithms: {', '.join(ALGORITHMS)})")
+    if name in ALGORITHMS and algorithm != name:
+        raise table.error("algorithm", f"a variant named after an algorithm runs that algorithm ({name})")
+    table.seen.add("algorithm")
+    return algorithm, _overrides(table, preset, skip=("algorithm",))
+
+
+def _overrides(table: _Table, preset: str, skip: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    """Overrides of `sgps train`'s sections, each key checked alone against the preset's values."""
+    overrides: dict[str, dict[str, Any]] = {}
+    for section in table.values:
+        if section in skip:
+            continue
+        if section not in SECTIONS:
+            sections = ", ".join(SECTIONS)
+            raise table.error(section, f"unknown section of the training config (sections: {sections})")
+        entries = table.table(section)
+        fields = {field.name: field for field in dataclasses.fields(SECTIONS[section])}
+        for key in entries.values:
+            if key not in fields:
+                raise entries.error(key, f"unknown key (keys: {', '.join(fields)})")
+            if (section, key) in SET_BY_COMPARE:
+                raise entries.error(key, f"set by {SET_BY_COMPARE[section, key]}, not here")
+            checked = entries.typed(key, type(fields[key].default))
+            try:
+                SECTIONS[section](**{**PRESETS[preset].get(section, {}), key: checked})
+            except ValueError as error:
+                raise entries.error(key, str(error)) from None
+            overrides.setdefault(section, {})[key] = checked
+        entries.finish()
+    table.finish()
+    return overrides
+
+
+def _run(
+    origin: str,
+    name: str,
+    seed: int,
+    variant: tuple[str, dict[str, dict[str, Any]]],
+    shared: Mapping[str, Mapping[str, Any]],
+    preset: str,
+    domain: str,
+    held_out: int,
+    train_count: int | None,
+) -> RunSpec:
+    algorithm, own = variant
+    merged: dict[str, dict[str, Any]] = {section: dict(values) for section, values in shared.items()}
+    for section, values in own.items():
+        merged.setdefault(section, {}).update(values)
+    merged.setdefault("run", {}).update({"algorithm": algorithm, "domain": domain, "workers": 1})
+    merged.setdefault("bootstrap", {})["seed"] = seed
+    if held_out and train_count:
+        merged["run"]["validation_fraction"] = held_out / train_count
+    try:
+        config = resolve_config(preset, overrides=merged)
+    except SgpsError as error:
+        raise ConfigError(f"{origin}: {'variants.' + name if own else 'train'}: {error}") from None
+    return RunSpec(f"{name}-s{seed}", name, algorithm, seed, config)
+
+
+def _source(table: _Table, base: Path, domain: Domain[Any], check_files: bool) -> ProblemSource:
+    if "file" in table.values:
+        path = (base / table.string("file")).resolve()
+        if check_files and not path.exists():
+            raise table.error("file", f"no such level file or folder: {path}")
+        source = ProblemSource(file=path, first=table.integer("first", 0), count=table.integer("count", None, 1))
+    else:
+        variant = table.string("variant", "standard")
+        if variant not in domain.variants:
+            known = ", ".join(domain.variants) or "none"
+            raise table.error("variant", f"{domain.name} has no generator variant {variant!r} (variants: {known})")
+        params = dict(table.table("params", {}).values)
+        try:
+            resolve_params(domain, variant, params)
+        except ConfigError as error:
+            raise table.error("params", str(error)) from None
+        source = ProblemSource(variant=variant, seed=table.integer("seed", 0), params=params,
+                               count=table.integer("count", _REQUIRED, 1))  # fmt: skip
+    table.finish()
+    return source
+
+
+def _test_set(tables: _Table, name: str, base: Path, domain: Domain[Any], check_files: bool) -> TestSet:
+    if not _NAME.fullmatch(name):
+        raise tables.error(name, "a test set name holds letters, digits, '-' and '_' only")
+    table = tables.table(name)
+    budget, rounds = table.integer("budget", 4000, 1), table.integer("rounds", 1, 1)
+    test = TestSet(name, _source(table, base, domain, check_files), budget, rounds)
+    table.finish()
+    return test
+
+
+def _paper(tables: _Table, name: str, names: Sequence[str]) -> PaperNumbers:
+    if name not in names:
+        raise tables.error(name, "not listed in compare.algorithms")
+    table = tables.table(name)
+    test = table.numbers("test", ())
+    if len(test) not in (0, 1, 3):
+        raise table.error("test", "give [solved] or [solved, mean expansions, mean length]")
+    train = table.numbers("train", ())
+    if len(train) not in (0, 3):
+        raise table.error("train", "give [total expansions, hours, training problems solved]")
+    distance = table.number("distance", None)
+    table.finish()
+    return PaperNumbers(tuple(test), tuple(train), distance)
+
+
+def _paper_entry(numbers: PaperNumbers) -> dict[str, Any]:
+    entry: dict[str, Any] = {"test": list(numbers.test), "train": list(numbers.train)}
+    return entry if numbers.distance is None else {**entry, "distance": numbers.distance}
+
+
+class _Table:
+    """One table of the config, read key by key; its errors name ``where.key``."""
+
+    def __init__(self, origin: str, where: str, values: Any) -> None:
+        self.origin, self.where = origin, where
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{origin}: {where}: must be a table")
+        self.values: Mapping[str, Any] = values
+        self.seen: set[str] = set()
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.origin}: {self.where + '.' if self.where else ''}{key}: {problem}")
+
+    def finish(self) -> None:
+        """Refuse keys nobody asked for."""
+        unknown = [key for key in self.values if key not in self.seen]
+        if unknown:
+            kind = "key" if self.where else "section"
+            known = ", ".join(sorted(self.seen)) or "none"
+            raise self.error(unknown[0], f"unknown {kind} ({kind}s here: {known})")
+
+    def _get(self, key: str, default: Any) -> Any:
+        self.seen.add(key)
+        if key not in self.values:
+            if default is _REQUIRED:
+                raise self.error(key, "missing")
+            return default
+        return self.values[key]
+
+    def table(self, key: str, default: Any = _REQUIRED) -> _Table:
+        path = f"{self.where}.{key}" if self.where else key
+        return _Table(self.origin, path, self._get(key, default))
+
+    def typed(self, key: str, expected: type) -> Any:
+        """The value of `key` as `expected` (int, float, bool or str); ints pass as floats."""
+        value = self._get(key, _REQUIRED)
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, expected) and (expected is bool or not isinstance(value, bool)):
+            return value
+        raise self.error(key, f"must be {_KINDS.get(expected, expected.__name__)}, got {value!r}")
+
+    def string(self, key: str, default: Any = _REQUIRED) -> Any:
+        return self.typed(key, str) if key in self.values else self._get(key, default)
+
+    def integer(self, key: str, default: Any = _REQUIRED, minimum: int = 0) -> Any:
+        if key not in self.values:
+            return self._get(key, default)
+        value = self.typed(key, int)
+        if value < minimum:
+            raise self.error(key, f"must be at least {minimum}, got {value}")
+        return value
+
+    def number(self, key: str, default: Any = _REQUIRED) -> Any:
+        return self.typed(key, float) if key in self.values else self._get(key, default)
+
+    def numbers(self, key: str, default: Any = _REQUIRED) -> Any:
+        value = self._get(key, default)
+        if not isinstance(value, list | tuple) or not all(_is_number(item) for item in value):
+            raise self.error(key, f"must be a list of numbers, got {value!r}")
+        return [float(item) for item in value]
+
+    def integers(self, key: str, default: Any = _REQUIRED) -> list[int]:
+        value = self._get(key, default)
+        if not isinstance(value, list) or not value or not all(_is_int(item) and item >= 0 for item in value):
+            raise self.error(key, f"must be a non-empty list of integers >= 0, got {value!r}")
+        if len(set(value)) != len(value):
+            raise self.error(key, "lists a value twice")
+        return list(value)
+
+    def names(self, key: str) -> list[str]:
+        value = self._get(key, _REQUIRED)
+        if not isinstance(value, list) or not value or not all(isinstance(item, str) for item in value):
+            raise self.error(key, f"must be a non-empty list of names, got {value!r}")
+        for item in value:
+            if not _NAME.fullmatch(item):
+                raise self.error(key, f"{item!r}: a name holds letters, digits, '-' and '_' only")
+        if len(set(value)) != len(value):
+            raise self.error(key, "lists a name twice")
+        return list(value)
+
+
+_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -1,0 +1,237 @@
+"""`sgps report DIR`: the tables and learning curves of a comparison.
+
+Writes, from the run directories alone:
+
+- ``DIR/report.md``:
+  - per test set, each algorithm's solved count, mean expansions and mean length as
+    the mean over seeds with (min-max), and the row of the seed the paper's
+    model-selection rule picks (spec/algorithms.md 6.8: most test problems solved, ties
+    to the smallest total solution length, then the lowest seed);
+  - the training totals: expansions, hours and training problems solved;
+  - the paper's numbers beside ours, where the config gives them (``[paper.NAME]``;
+    ``test`` is for the first test set);
+  - for ablations (an algorithm under several variant names), the variants' settings,
+    test results and mean subgoal distance, and that distance per cluster level;
+- ``DIR/curves.png`` and ``DIR/curves.csv``: the learning curves (curves.py).
+
+Only runs whose training finished are counted; the others are listed.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from sgps.errors import ConfigError
+from sgps.experiments.curves import curve_bands, write_curves_csv, write_curves_png
+from sgps.experiments.plan import ComparePlan, PaperNumbers, TestSet, read_plan
+from sgps.experiments.problems import count_levels, problem_files
+from sgps.experiments.results import RunResult, TestResult, load_results
+from sgps.fileio import atomic_write_text
+
+LABELS = {"phs": "PHS*(π)", "levin": "LevinTS(π)", "wastar": "WA*", "phs-sg": "PHS*(π^SG)", "levin-sg": "LevinTS(π^SG)"}
+SUBGOAL_ALGORITHMS = ("phs-sg", "levin-sg")
+
+
+def write_report(out: Path) -> Path:
+    """Write report.md, curves.png and curves.csv for the comparison in `out`; returns report.md's path."""
+    stored = out / "compare.toml"
+    if not stored.exists():
+        raise ConfigError(f"{out}: no compare.toml here; run `sgps compare CONFIG --out {out}` first")
+    plan = read_plan(stored, check_files=False)
+    results = load_results(plan, out, count_levels(problem_files(plan, out).train))
+    finished = [result for result in results if result.finished]
+
+    def label(variant: str) -> str:
+        return variant_label(plan, variant)
+
+    def markdown_label(variant: str) -> str:
+        return label(variant).replace("*", "\\*")
+
+    bands = curve_bands(finished, plan.variants)
+    write_curves_csv(out / "curves.csv", bands)
+    search_time_only = any(r.curve is not None and not r.curve.measured_seconds for r in finished)
+    write_curves_png(out / "curves.png", bands, label, search_time_only=search_time_only)
+    path = out / "report.md"
+    atomic_write_text(path, render_report(plan, results, markdown_label, search_time_only=search_time_only))
+    return path
+
+
+def variant_label(plan: ComparePlan, variant: str) -> str:
+    """How the tables name a variant: the paper's name of its algorithm, or 'VARIANT (algorithm)'."""
+    algorithm = plan.algorithm_of(variant)
+    return LABELS[algorithm] if variant == algorithm else f"{variant} ({LABELS[algorithm]})"
+
+
+def render_report(
+    plan: ComparePlan, results: Sequence[RunResult], label: Callable[[str], str], *, search_time_only: bool
+) -> str:
+    """The Markdown report."""
+    finished = [r for r in results if r.finished]
+    lines = [f"# Comparison on {plan.domain}", ""]
+    lines.append(f"{len(finished)} of {len(plan.runs)} runs finished training; only those are counted.")
+    started = {r.spec.name for r in results}
+    waiting = [f"{r.spec.name} (in progress)" for r in results if not r.finished]
+    waiting += [f"{spec.name} (not started)" for spec in plan.runs if spec.name not in started]
+    if waiting:
+        lines.append("Not counted: " + ", ".join(waiting) + ".")
+    lines += ["", "Cells: mean over seeds, with (min-max) when there are several. The *best* columns are the seed",
+              "the paper's model-selection rule picks: most test problems solved, then the smallest total",
+              "solution length."]  # fmt: skip
+    for index, test in enumerate(plan.tests):
+        lines += _test_table(plan, test, finished, label, with_paper=index == 0)
+    lines += _training_table(plan, finished, label)
+    if len({plan.algorithm_of(v) for v in plan.variants}) < len(plan.variants):
+        lines += _ablation_tables(plan, finished, label)
+    axis = " The hours axis counts search time only: some runs logged no wall clock." if search_time_only else ""
+    lines += ["", f"Learning curves: `curves.png` (numbers in `curves.csv`).{axis}"]
+    return "\n".join(lines) + "\n"
+
+
+def _test_table(
+    plan: ComparePlan, test: TestSet, finished: Sequence[RunResult], label: Callable[[str], str], *, with_paper: bool
+) -> list[str]:
+    cap = test.budget * 2 ** (test.rounds - 1)
+    lines = ["", f"## Test set `{test.name}`", "",
+             f"Budget {test.budget:,}, doubled over {test.rounds} round{'s' if test.rounds > 1 else ''} "
+             f"(up to {cap:,}); expansions and length are means over the solved problems.", ""]  # fmt: skip
+    header = ["algorithm", "seeds", "solved", "expansions", "length", "best seed", "best: solved",
+              "best: expansions", "best: length"]  # fmt: skip
+    paper_column = with_paper and any(plan.paper.get(v, PaperNumbers()).test for v in plan.variants)
+    if paper_column:
+        header.append("paper: solved / expansions / length")
+    lines += _table_head(header)
+    for variant in plan.variants:
+        runs = [(r.spec.seed, r.tests[test.name]) for r in finished
+                if r.spec.variant == variant and test.name in r.tests]  # fmt: skip
+        if not runs:
+            continue
+        scores = [score for _, score in runs]
+        seed, best = select_best(runs)
+        row = [label(variant), str(len(runs)), _spread([s.solved for s in scores], _count),
+               _spread([s.mean_expansions for s in scores], _decimal),
+               _spread([s.mean_length for s in scores], _decimal), str(seed), str(best.solved),
+               _decimal(best.mean_expansions), _decimal(best.mean_length)]  # fmt: skip
+        if paper_column:
+            row.append(_paper_test(plan.paper.get(variant, PaperNumbers()).test))
+        lines.append(_table_row(row))
+    return lines
+
+
+def select_best(runs: Sequence[tuple[int, TestResult]]) -> tuple[int, TestResult]:
+    """The (seed, result) the paper reports (spec 6.8): most solved, then the smallest total length, then seed."""
+    return min(runs, key=lambda run: (-run[1].solved, run[1].total_length, run[0]))
+
+
+def _training_table(plan: ComparePlan, finished: Sequence[RunResult], label: Callable[[str], str]) -> list[str]:
+    lines = ["", "## Training", "",
+             "Totals over each run: training expansions (failed searches included), wall-clock hours (validation",
+             "and learning included) and training problems solved at least once.", ""]  # fmt: skip
+    header = ["algorithm", "seeds", "expansions", "hours", "solved", "of"]
+    paper_column = any(plan.paper.get(v, PaperNumbers()).train for v in plan.variants)
+    if paper_column:
+        header.append("paper: expansions / hours / solved")
+    lines += _table_head(header)
+    for variant in plan.variants:
+        runs = [r for r in finished if r.spec.variant == variant]
+        if not runs:
+            continue
+        row = [label(variant), str(len(runs)), _spread([r.total_expansions for r in runs], _count),
+               _spread([r.hours for r in runs], _hours), _spread([r.solved for r in runs], _count),
+               _spread([r.train_count for r in runs], _count)]  # fmt: skip
+        if paper_column:
+            numbers = plan.paper.get(variant, PaperNumbers()).train
+            row.append(" / ".join([_count(numbers[0]), _decimal(numbers[1]), _count(numbers[2])]) if numbers else "")
+        lines.append(_table_row(row))
+    return lines
+
+
+def _ablation_tables(plan: ComparePlan, finished: Sequence[RunResult], label: Callable[[str], str]) -> list[str]:
+    test = plan.tests[0]
+    lines = ["", "## Ablation", "",
+             "Settings of each variant, its mean subgoal distance (the mean path length of the pairs",
+             f"drawn from failed trees, metrics/learning.csv) and its results on `{test.name}` (means over seeds).",
+             ""]  # fmt: skip
+    lines += _table_head(["variant", "K", "cluster level", "failed trees", "subgoal distance", "solved", "expansions",
+                          "length", "paper: distance", "paper: solved / expansions / length"])  # fmt: skip
+    by_level: dict[str, list[float]] = collections.defaultdict(list)
+    paper_by_level: dict[str, float] = {}
+    for variant in plan.variants:
+        runs = [r for r in finished if r.spec.variant == variant]
+        if not runs:
+            continue
+        subgoal = runs[0].spec.algorithm in SUBGOAL_ALGORITHMS
+        settings = runs[0].settings.get("subgoal", {})
+        level = _level(settings.get("cluster_level", 0)) if subgoal else "-"
+        distances = [r.subgoal_distance for r in runs if r.subgoal_distance is not None]
+        by_level[level].extend(distances)
+        paper = plan.paper.get(variant, PaperNumbers())
+        if paper.distance is not None:
+            paper_by_level.setdefault(level, paper.distance)
+        scores = [r.tests[test.name] for r in runs if test.name in r.tests]
+        lines.append(_table_row([
+            label(variant),
+            str(settings.get("codebook_size", "-")) if subgoal else "-",
+            level,
+            ("yes" if settings.get("failed_trees", True) else "no") if subgoal else "-",
+            _spread(distances, _decimal),
+            _spread([s.solved for s in scores], _count),
+            _spread([s.mean_expansions for s in scores], _decimal),
+            _spread([s.mean_length for s in scores], _decimal),
+            _decimal(paper.distance),
+            _paper_test(paper.test),
+        ]))  # fmt: skip
+    lines += ["", "Mean subgoal distance per cluster level (over every run drawing pairs at that level):", ""]
+    lines += _table_head(["cluster level", "runs", "subgoal distance", "paper"])
+    for level, distances in by_level.items():
+        if level != "-" and distances:
+            lines.append(_table_row([level, str(len(distances)), _spread(distances, _decimal),
+                                     _decimal(paper_by_level.get(level))]))  # fmt: skip
+    return lines
+
+
+def _level(value: int) -> str:
+    return f"G{value}" if value else "rule ⌊L/2⌋−1"
+
+
+def _paper_test(numbers: Sequence[float]) -> str:
+    if not numbers:
+        return ""
+    if len(numbers) == 1:
+        return f"{_count(numbers[0])} / - / -"
+    return f"{_count(numbers[0])} / {_decimal(numbers[1])} / {_decimal(numbers[2])}"
+
+
+def _spread(values: Sequence[float | None], fmt: Callable[[float], str]) -> str:
+    """'mean (min-max)' over the values that exist; the value alone when they agree; '-' for none."""
+    present = [float(v) for v in values if v is not None]
+    if not present:
+        return "-"
+    if min(present) == max(present):
+        return fmt(present[0])
+    return f"{fmt(float(np.mean(present)))} ({fmt(min(present))}-{fmt(max(present))})"
+
+
+def _count(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def _decimal(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"
+
+
+def _hours(value: float) -> str:
+    return f"{value:.2f}" if value >= 1 else f"{value:.4f}"
+
+
+def _table_head(columns: Sequence[str]) -> list[str]:
+    return [_table_row(columns), _table_row(["---"] * len(columns))]
+
+
+def _table_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"

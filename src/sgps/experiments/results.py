@@ -1,0 +1,150 @@
+"""What each run of a comparison achieved, read back from its run directory.
+
+- Test results per test set, from ``metrics/test-NAME.csv`` (spec/algorithms.md 6.7):
+  solved problems, mean expansions and mean length over the solved ones (the solving
+  attempt only, as the paper counts), and the total solution length (for 6.8).
+- The training curve from ``metrics/outstanding.csv``: outstanding training problems
+  after every batch against cumulative expansions and wall-clock seconds. Runs that
+  logged no start row get (0 expansions, N outstanding) prepended. Runs whose file has
+  no ``seconds`` column get the seconds of their searches instead: per batch the
+  longest search of the batch (a batch's searches run side by side in lockstep, so
+  their times overlap), which leaves out learning and validation time.
+- Training totals: expansions, hours (the loop's wall clock, validation and learning
+  included, from the trainer checkpoint) and problems solved.
+- The mean subgoal distance: the mean path length of the pairs drawn from failed
+  trees (``metrics/learning.csv``, ``failed_mean_length``, weighted by ``failed_pairs``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sgps.experiments.plan import ComparePlan, RunSpec
+from sgps.experiments.runstate import loop_state, test_csv
+from sgps.training.rundir import RunDirectory
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One run on one test set."""
+
+    problems: int
+    solved: int
+    mean_expansions: float | None
+    mean_length: float | None
+    total_length: int  # of the solved problems (the tie-break of spec 6.8)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Outstanding training problems after each batch (the first point: before any search)."""
+
+    expansions: np.ndarray
+    seconds: np.ndarray
+    outstanding: np.ndarray
+    measured_seconds: bool  # False: search time only (no `seconds` column)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Everything the report shows about one run."""
+
+    spec: RunSpec
+    finished: bool
+    tests: Mapping[str, TestResult]  # test sets tested so far
+    curve: Curve | None  # None until the run logged its first batch
+    train_count: int
+    hours: float
+    subgoal_distance: float | None
+    settings: Mapping[str, Mapping[str, Any]]  # the run's resolved config.toml
+
+    @property
+    def total_expansions(self) -> int:
+        return int(self.curve.expansions[-1]) if self.curve is not None else 0
+
+    @property
+    def solved(self) -> int:
+        return self.train_count - int(self.curve.outstanding[-1]) if self.curve is not None else 0
+
+
+def load_results(plan: ComparePlan, out: Path, train_total: int) -> list[RunResult]:
+    """The results of every run of `plan` that has started, in the plan's order."""
+    results = []
+    for spec in plan.runs:
+        path = out / "runs" / spec.name
+        state = loop_state(path)
+        if state is None:
+            continue
+        directory = RunDirectory(path)
+        train_count = plan.train_count(spec, train_total)
+        tests = {test.name: read_test(test_csv(path, test.name)) for test in plan.tests
+                 if test_csv(path, test.name).exists()}  # fmt: skip
+        curve = read_curve(directory, train_count)
+        settings = tomllib.loads((path / "config.toml").read_text())
+        results.append(RunResult(spec, bool(state["finished"]), tests, curve, train_count, state["seconds"] / 3600,
+                                 subgoal_distance(directory), settings))  # fmt: skip
+    return results
+
+
+def read_test(path: Path) -> TestResult:
+    """A test CSV (round, problem, solved, expanded, generated, length, budget, seconds) summed up."""
+    rows = RunDirectory(path.parent.parent).read(path.stem)
+    solved = [row for row in rows if row["solved"] == "1"]
+    count = len(solved)
+    lengths = [int(row["length"]) for row in solved]
+    return TestResult(
+        problems=len({row["problem"] for row in rows}),
+        solved=count,
+        mean_expansions=sum(int(row["expanded"]) for row in solved) / count if count else None,
+        mean_length=sum(lengths) / count if count else None,
+        total_length=sum(lengths),
+    )
+
+
+def read_curve(directory: RunDirectory, train_count: int) -> Curve | None:
+    """The run's outstanding-problems curve (see the module docstring for the two file formats)."""
+    rows = directory.read("outstanding")
+    batches = [row for row in rows if int(row["batch"]) >= 0]
+    if not batches:
+        return None
+    measured = all(row.get("seconds") for row in batches)
+    if measured:
+        seconds = [float(row["seconds"]) for row in batches]
+    else:
+        search_seconds = _batch_search_seconds(directory.read("train"))
+        seconds = list(np.cumsum([search_seconds.get((row["iteration"], row["batch"]), 0.0) for row in batches]))
+    start = rows[0] if int(rows[0]["batch"]) < 0 else None
+    initial = int(start["outstanding"]) if start is not None else train_count
+    return Curve(
+        expansions=np.array([0] + [int(row["cumulative_expansions"]) for row in batches], dtype=np.int64),
+        seconds=np.array([0.0, *seconds]),
+        outstanding=np.array([initial] + [int(row["outstanding"]) for row in batches], dtype=np.int64),
+        measured_seconds=measured,
+    )
+
+
+def _batch_search_seconds(rows: Sequence[Mapping[str, str]]) -> dict[tuple[str, str], float]:
+    """Per (iteration, batch): the longest search of the batch."""
+    longest: dict[tuple[str, str], float] = {}
+    for row in rows:
+        key = (row["iteration"], row["batch"])
+        longest[key] = max(longest.get(key, 0.0), float(row["seconds"]))
+    return longest
+
+
+def subgoal_distance(directory: RunDirectory) -> float | None:
+    """The mean path length of the pairs drawn from failed trees; None for runs that drew none."""
+    rows = directory.read("learning")
+    total = pairs = 0.0
+    for row in rows:
+        length, count = row.get("failed_mean_length") or "", row.get("failed_pairs") or ""
+        if length and count and float(count) > 0:
+            total += float(length) * float(count)
+            pairs += float(count)
+    return total / pairs if pairs else None

@@ -1,0 +1,223 @@
+"""The scheduler of a comparison: every run as its own `sgps train` process, then its tests.
+
+Each (algorithm, seed) trains in a child process (``python -m sgps train``), so runs are
+isolated from one another and can be killed; then ``sgps test`` runs on each test set.
+At most `jobs` runs go at once, each with `threads` torch/OpenMP threads: the child
+gets ``--threads`` and OMP_NUM_THREADS / MKL_NUM_THREADS, and searches in its own
+process (``--workers 1``), so the comparison never asks for more threads than cores
+(`concurrency.plan_concurrency`).
+
+A run steps through: train (fresh, or ``--resume`` after an interruption), then the
+test sets whose CSV is missing. A run that is finished is skipped. Interrupting the
+comparison (Ctrl-C, SIGTERM) terminates the children; the next ``sgps compare`` on the
+same folder resumes them from their last checkpoint.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from sgps.experiments.concurrency import Concurrency
+from sgps.experiments.plan import ComparePlan, RunSpec, TestSet
+from sgps.experiments.problems import ProblemFiles
+from sgps.experiments.progress import ProgressDisplay
+from sgps.experiments.runstate import loop_state, test_csv, training_progress
+
+POLL_SECONDS = 0.5
+WAITING, DONE, PAUSED, FAILED = "waiting", "done", "paused", "failed"
+
+
+@dataclass
+class Job:
+    """One run of the comparison and what it is doing now."""
+
+    run: RunSpec
+    path: Path  # the run directory, DIR/runs/NAME
+    config: Path  # its training config, written by the comparison
+    log: Path  # the children's output
+    train_count: int  # training problems (the progress display's "solved of N")
+    status: str = WAITING  # also "training", "testing NAME"
+    process: subprocess.Popen[bytes] | None = None
+    output: IO[bytes] | None = None
+    commands: int = 0  # commands started for it in this session (0 at the end: it was already finished)
+    trained: bool = False  # a training command ran in this session
+    error: str = ""
+
+
+class Scheduler:
+    """Runs the jobs of a comparison, `concurrency.jobs` at a time."""
+
+    def __init__(
+        self,
+        plan: ComparePlan,
+        files: ProblemFiles,
+        jobs: Sequence[Job],
+        concurrency: Concurrency,
+        display: ProgressDisplay,
+        *,
+        max_batches: int | None = None,
+        plugins: Sequence[str] = (),
+    ) -> None:
+        """`max_batches`: train each run for at most that many more batches, then leave it to resume."""
+        self.plan = plan
+        self.files = files
+        self.jobs = list(jobs)
+        self.concurrency = concurrency
+        self.display = display
+        self.max_batches = max_batches
+        self.prefix = [sys.executable, "-m", "sgps", *(arg for module in plugins for arg in ("--plugin", module))]
+
+    def run(self) -> None:
+        """Run every job to its end (done, paused or failed); children are terminated if interrupted."""
+        waiting = collections.deque(self.jobs)
+        running: list[Job] = []
+        with _sigterm_as_interrupt():
+            try:
+                while waiting or running:
+                    while waiting and len(running) < self.concurrency.jobs:
+                        job = waiting.popleft()
+                        if self._advance(job):
+                            running.append(job)
+                    for job in list(running):
+                        if job.process is not None and job.process.poll() is not None and not self._finish_step(job):
+                            running.remove(job)
+                    self.display.status(self._status_lines(len(waiting)))
+                    if running:
+                        time.sleep(POLL_SECONDS)
+            finally:
+                for job in running:
+                    _stop(job)
+                self.display.close()
+
+    # -- one job ------------------------------------------------------------------------
+
+    def _next_step(self, job: Job) -> tuple[str, list[str]] | None:
+        """The job's next command (and its status), or None when nothing is left to do now."""
+        state = loop_state(job.path)
+        if state is None or not state["finished"]:
+            return None if job.trained else ("training", self._train_command(job, resume=state is not None))
+        for test in self.plan.tests:
+            if not test_csv(job.path, test.name).exists():
+                return f"testing {test.name}", self._test_command(job, test)
+        return None
+
+    def _advance(self, job: Job) -> bool:
+        """Start the job's next command; False (and a final status) when it has none."""
+        step = self._next_step(job)
+        if step is None:
+            state = loop_state(job.path)
+            job.status = DONE if state is not None and state["finished"] else PAUSED
+            if job.commands:
+                self.display.event(f"{job.run.name}: {job.status}")
+            return False
+        job.status, command = step
+        job.commands += 1
+        job.trained = job.trained or job.status == "training"
+        job.log.parent.mkdir(parents=True, exist_ok=True)
+        job.output = open(job.log, "ab")  # noqa: SIM115 (closed when the child ends)
+        job.output.write(("$ " + " ".join(command[1:]) + "\n").encode())
+        job.output.flush()
+        threads = str(self.concurrency.threads)
+        environment = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        job.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=job.output, stderr=subprocess.STDOUT,
+                                       env=environment)  # fmt: skip
+        self.display.event(f"{job.run.name}: {job.status}")
+        return True
+
+    def _finish_step(self, job: Job) -> bool:
+        """Collect an ended child; True if the job goes on with another command."""
+        assert job.process is not None and job.output is not None
+        code = job.process.returncode
+        job.output.close()
+        job.process = job.output = None
+        if code != 0:
+            job.status = FAILED
+            job.error = _last_line(job.log).removeprefix("sgps: error: ") or f"exit status {code}"
+            self.display.event(f"{job.run.name}: failed ({job.error}); output in {job.log}")
+            return False
+        return self._advance(job)
+
+    def _train_command(self, job: Job, *, resume: bool) -> list[str]:
+        command = [*self.prefix, "train", "--problems", str(self.files.train), "--out", str(job.path),
+                   "--threads", str(self.concurrency.threads), "--quiet"]  # fmt: skip
+        if self.files.validation is not None:
+            command += ["--validation", str(self.files.validation)]
+        if resume:
+            command.append("--resume")
+        else:
+            command += ["--config", str(job.config), "--workers", str(self.concurrency.workers)]
+        if self.max_batches is not None:
+            command += ["--max-batches", str(self.max_batches)]
+        return command
+
+    def _test_command(self, job: Job, test: TestSet) -> list[str]:
+        return [*self.prefix, "test", str(job.path), "--problems", str(self.files.tests[test.name]),
+                "--budget", str(test.budget), "--rounds", str(test.rounds)]  # fmt: skip
+
+    # -- display ------------------------------------------------------------------------
+
+    def _status_lines(self, waiting: int) -> list[str]:
+        counts = collections.Counter(job.status for job in self.jobs)
+        running = [job for job in self.jobs if job.process is not None]
+        head = (f"runs: {counts[DONE]} done, {len(running)} running, {waiting} waiting"
+                + "".join(f", {counts[s]} {s}" for s in (PAUSED, FAILED) if counts[s]))  # fmt: skip
+        return [head, *(f"  {job.run.name}: {self._describe(job)}" for job in running)]
+
+    def _describe(self, job: Job) -> str:
+        if job.status != "training":
+            return job.status
+        progress = training_progress(job.path)
+        if progress is None:
+            return "training, starting"
+        budget = "-" if progress.budget is None else f"{progress.budget:,}"
+        solved = job.train_count - progress.outstanding
+        return f"training, pass {progress.iteration + 1}, budget {budget}, solved {solved}/{job.train_count}"
+
+
+def _stop(job: Job) -> None:
+    """Terminate a job's child (and wait for it), so that nothing outlives the comparison."""
+    if job.process is None:
+        return
+    job.process.terminate()
+    try:
+        job.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        job.process.kill()
+        job.process.wait()
+    if job.output is not None:
+        job.output.close()
+
+
+def _last_line(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+    return ""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C while the comparison runs, so that its children are stopped too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

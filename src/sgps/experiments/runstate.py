@@ -1,0 +1,76 @@
+"""Where a run of a comparison stands, read from its run directory (docs/training.md).
+
+A run is *finished* when the loop state of its trainer checkpoint says so and the test
+CSV of every test set exists; a run with a checkpoint that is not finished was
+interrupted and resumes with ``sgps train --resume``. Progress comes from the last
+rows of the metrics CSVs, read from the end of the files so that it stays cheap for
+runs of many passes.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from sgps.errors import CheckpointError
+
+_TAIL_BYTES = 8192
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """The last batch a training run logged."""
+
+    iteration: int  # passes completed before this batch
+    budget: int | None
+    outstanding: int
+
+
+def loop_state(run: Path) -> dict[str, Any] | None:
+    """The loop state of the run's trainer checkpoint (spec/algorithms.md 6.5), None before the first one."""
+    path = run / "checkpoints" / "trainer.pt"
+    if not path.exists():
+        return None
+    try:
+        payload = torch.load(path, weights_only=True)
+    except Exception as error:
+        raise CheckpointError(f"{path}: not a readable trainer checkpoint ({error})") from None
+    return dict(payload["loop"])
+
+
+def test_csv(run: Path, test: str) -> Path:
+    """Where `sgps test` writes the per-problem rows of test set `test` (its level file's stem)."""
+    return run / "metrics" / f"test-{test}.csv"
+
+
+def training_progress(run: Path) -> RunProgress | None:
+    """The pass, budget and outstanding count after the run's last logged batch, if it logged one."""
+    outstanding = last_row(run / "metrics" / "outstanding.csv")
+    if outstanding is None or int(outstanding.get("batch", 0)) < 0:
+        return None
+    searched = last_row(run / "metrics" / "train.csv")
+    budget = int(searched["budget"]) if searched and searched.get("budget") else None
+    return RunProgress(int(outstanding["iteration"]), budget, int(outstanding["outstanding"]))
+
+
+def last_row(path: Path) -> dict[str, str] | None:
+    """The last complete data row of a CSV file, keyed by its header; None if it has none."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.readline()
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(len(header), size - _TAIL_BYTES))
+            tail = handle.read()
+    except FileNotFoundError:
+        return None
+    lines = [line for line in tail.decode("utf-8", "replace").split("\n")[:-1] if line.strip()]
+    if not lines:
+        return None
+    names = next(csv.reader([header.decode("utf-8", "replace")]))
+    values = next(csv.reader([lines[-1]]))
+    return dict(zip(names, values, strict=True)) if len(values) == len(names) else None

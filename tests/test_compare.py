@@ -1,0 +1,251 @@
+"""`sgps compare`: bad configs refused key by key, finished runs never repeated, interrupted runs
+resumed to the rows of an uninterrupted run, and no more threads than cores."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sgps.cli import main
+from sgps.experiments.concurrency import Concurrency, plan_concurrency
+from sgps.experiments.plan import read_plan
+from sgps.experiments.progress import ProgressDisplay
+from sgps.experiments.runstate import loop_state
+from sgps.experiments.tomlfile import dumps
+
+from comparisons import SMOKE_OPTIONS, compare_smoke, smoke_comparison, smoke_document, write_config
+from conftest import REPO, SHARED
+
+#: Every per-row metrics file of a run, test rows included.
+METRICS = ("train", "validate", "outstanding", "learning", "test-test")
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return smoke_comparison(tmp_path_factory)
+
+
+def rows_without_time(run: Path, name: str) -> list[dict[str, str]]:
+    """The rows of a metrics CSV without its wall-clock column (the one thing two runs may differ in)."""
+    with open(run / "metrics" / f"{name}.csv", newline="") as handle:
+        return [{key: value for key, value in row.items() if key != "seconds"} for row in csv.DictReader(handle)]
+
+
+def one_run_config(tmp_path: Path, algorithm: str) -> Path:
+    """The smoke config cut down to one algorithm and seed 0: its run is the smoke comparison's."""
+    document = smoke_document()
+    document["compare"].update(algorithms=[algorithm], seeds=[0])
+    return write_config(tmp_path / f"{algorithm}.toml", document)
+
+
+# -- the concurrency planner ------------------------------------------------------------
+
+
+@given(
+    cores=st.integers(1, 256),
+    runs=st.integers(0, 1000),
+    jobs=st.none() | st.integers(1, 512),
+    threads=st.none() | st.integers(1, 512),
+)
+def test_the_planner_never_assigns_more_threads_than_usable_cores(cores, runs, jobs, threads):
+    plan = plan_concurrency(cores, runs, jobs=jobs, threads=threads)
+    assert plan.jobs * plan.threads * plan.workers <= cores
+    assert plan.jobs >= 1 and plan.threads >= 1 and plan.workers == 1
+    assert plan.jobs <= max(runs, 1)
+
+
+def test_the_planner_spreads_spare_cores_as_threads():
+    assert plan_concurrency(2, 10) == Concurrency(jobs=2, threads=1)
+    assert plan_concurrency(16, 5) == Concurrency(jobs=5, threads=3)
+    assert plan_concurrency(8, 1) == Concurrency(jobs=1, threads=8)
+    assert plan_concurrency(2, 10, jobs=8) == Concurrency(jobs=2, threads=1)
+    assert plan_concurrency(4, 10, threads=2) == Concurrency(jobs=2, threads=2)
+
+
+def test_runs_get_the_planned_threads_and_search_in_their_own_process(smoke):
+    command = (smoke / "logs" / "phs-s0.log").read_text().splitlines()[0]
+    assert "train" in command and "--threads 1" in command and "--workers 1" in command
+
+
+# -- resuming -----------------------------------------------------------------------------
+
+
+def test_running_compare_again_repeats_no_finished_run(smoke, tmp_path_factory, capsys):
+    def files() -> dict[Path, int]:
+        return {path: path.stat().st_mtime_ns for folder in ("runs", "logs") for path in (smoke / folder).rglob("*")}
+
+    before = files()
+    assert compare_smoke(tmp_path_factory) == 0
+    assert "4 runs: 4 done (4 earlier), 0 paused, 0 failed" in capsys.readouterr().out
+    assert files() == before
+
+
+def test_partial_training_resumes_to_the_rows_of_an_uninterrupted_run(smoke, tmp_path, capsys):
+    config, out = one_run_config(tmp_path, "phs-sg"), tmp_path / "comparison"
+    run = out / "runs" / "phs-sg-s0"
+    assert main(["compare", str(config), "--out", str(out), *SMOKE_OPTIONS, "--max-batches", "1"]) == 0
+    assert "1 runs: 0 done (0 earlier), 1 paused" in capsys.readouterr().out
+    assert loop_state(run)["finished"] is False
+    assert not (run / "metrics" / "test-test.csv").exists()
+    assert len(rows_without_time(run, "train")) == 16  # one batch of the tiny preset
+
+    assert main(["compare", str(config), "--out", str(out), *SMOKE_OPTIONS]) == 0
+    assert "1 runs: 1 done (0 earlier)" in capsys.readouterr().out
+    assert "--resume" in (out / "logs" / "phs-sg-s0.log").read_text()
+    for name in METRICS:
+        assert rows_without_time(run, name) == rows_without_time(smoke / "runs" / "phs-sg-s0", name), name
+
+
+def test_a_killed_comparison_stops_its_runs_and_resumes_them(smoke, tmp_path):
+    config, out = one_run_config(tmp_path, "phs"), tmp_path / "comparison"
+    run = out / "runs" / "phs-s0"
+    command = [sys.executable, "-m", "sgps", "compare", str(config), "--out", str(out), *SMOKE_OPTIONS]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    deadline = time.monotonic() + 90
+    while process.poll() is None and time.monotonic() < deadline:
+        if (run / "checkpoints" / "trainer.pt").exists():
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) in (0, 130)  # 0: it had finished before the signal
+    assert processes_mentioning(str(out)) == []
+
+    assert main(["compare", str(config), "--out", str(out), *SMOKE_OPTIONS]) == 0
+    assert loop_state(run)["finished"] is True
+    for name in METRICS:
+        assert rows_without_time(run, name) == rows_without_time(smoke / "runs" / "phs-s0", name), name
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of the processes whose arguments contain `text`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                arguments = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in arguments:
+                found.append(arguments)
+    return found
+
+
+def test_a_changed_config_is_refused_naming_the_changed_keys(smoke, tmp_path, capsys):
+    document = smoke_document()
+    document["compare"]["seeds"] = [0, 1, 2]
+    document["tests"]["test"]["rounds"] = 3
+    config = write_config(tmp_path / "changed.toml", document)
+    stored = (smoke / "compare.toml").read_text()
+    assert main(["compare", str(config), "--out", str(smoke)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1
+    assert f"sgps: error: {config}: compare.seeds, tests.test.rounds: differ from {smoke / 'compare.toml'}" in error
+    assert (smoke / "compare.toml").read_text() == stored
+    assert not (smoke / "runs" / "phs-s2").exists()
+
+
+# -- config errors ------------------------------------------------------------------------
+
+
+def _set(path: str, value: Any) -> Any:
+    """A change to the smoke config: set the value at a dotted path."""
+
+    def change(document: dict[str, Any]) -> None:
+        *tables, key = path.split(".")
+        for table in tables:
+            document = document.setdefault(table, {})
+        document[key] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_set("compare.algorithms", ["phs", "phs-xx"]), "compare.algorithms: unknown algorithm 'phs-xx'"),
+        (_set("compare.domain", "chess"), "compare.domain: unknown domain 'chess'"),
+        (_set("compare.colour", "red"), "compare.colour: unknown key"),
+        (_set("extras.x", 1), "extras: unknown section"),
+        (_set("train.bootstrap.batchsize", 3), "train.bootstrap.batchsize: unknown key (keys: seed, batch_size"),
+        (_set("train.optimiser.lr", 3), "train.optimiser: unknown section of the training config"),
+        (_set("train.bootstrap.batch_size", "many"), "train.bootstrap.batch_size: must be an integer, got 'many'"),
+        (_set("train.bootstrap.schedule", "triple"), "train.bootstrap.schedule: unknown budget schedule 'triple'"),
+        (_set("train.bootstrap.seed", 3), "train.bootstrap.seed: set by compare.seeds"),
+        (_set("train.run.validation_fraction", 0.2), "train.run.validation_fraction: set by problems.train.validation"),
+        (_set("tests.test.rounds", 0), "tests.test.rounds: must be at least 1, got 0"),
+        (_set("compare.seeds", [0, -1]), "compare.seeds: must be a non-empty list of integers >= 0"),
+        (_set("problems.train.variant", "huge"), "problems.train.variant: tsp has no generator variant 'huge'"),
+        (_set("problems.train.params.towns", 3), "problems.train.params: unknown tsp generator parameter 'towns'"),
+        (_set("problems.train.validation", 28), "problems.train.validation: must be less than"),
+        (_set("tests.test", {"file": "missing.txt"}), "tests.test.file: no such level file or folder"),
+        (_set("variants.phs-sg.subgoal.codebook_size", 0),
+         "variants.phs-sg.subgoal.codebook_size: subgoal.codebook_size must be at least 1"),
+        (_set("variants.k1.algorithm", "phs-sg"), "variants.k1: not listed in compare.algorithms"),
+        (_set("paper.phs.test", [100, 2]), "paper.phs.test: give [solved] or [solved, mean expansions, mean length]"),
+    ],
+)  # fmt: skip
+def test_a_bad_config_is_one_error_line_naming_the_key_and_nothing_starts(tmp_path, capsys, change, message):
+    document = smoke_document()
+    change(document)
+    config = write_config(tmp_path / "bad.toml", document)
+    out = tmp_path / "comparison"
+    assert main(["compare", str(config), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"sgps: error: {config}: ") and error.count("\n") == 1
+    assert message in error
+    assert not out.exists()
+
+
+def test_train_checks_its_thread_and_batch_options(tmp_path, capsys):
+    levels = tmp_path / "levels.txt"
+    assert main(["generate", "tsp", "--count", "4", "--out", str(levels)]) == 0
+    for option in ("--threads", "--max-batches"):
+        argv = ["train", "--problems", str(levels), "--out", str(tmp_path / "run"), "--preset", "tiny", option, "0"]
+        assert main(argv) == 2
+        assert f"{option} must be at least 1" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_progress_is_printed_as_lines_when_not_a_terminal():
+    stream = io.StringIO()
+    display = ProgressDisplay(stream, tty=False, interval=0.0)
+    display.event("phs-s0: training")
+    display.status(["runs: 0 done, 1 running, 0 waiting", "  phs-s0: training, pass 1"])
+    display.status(["runs: 0 done, 1 running, 0 waiting", "  phs-s0: training, pass 1"])  # unchanged: not repeated
+    assert stream.getvalue() == "phs-s0: training\nruns: 0 done, 1 running, 0 waiting\n  phs-s0: training, pass 1\n"
+    assert "\x1b" not in stream.getvalue()
+
+
+# -- the shipped configs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.toml")), ids=lambda path: path.name)
+def test_every_shipped_config_is_valid_and_at_its_scale(path):
+    plan = read_plan(path, check_files=SHARED is not None or "sokoban" not in path.name)
+    cap = {test.budget * 2 ** (test.rounds - 1) for test in plan.tests}
+    limits = {run.config.bootstrap.time_limit_minutes for run in plan.runs}
+    if path.name.endswith(".paper.toml"):
+        assert {run.config.network.channels for run in plan.runs} == {128} and plan.seeds == (0, 1, 2, 3, 4)
+        assert plan.held_out in (0, 1000) and {test.source.count for test in plan.tests} == {100}
+        if plan.held_out:
+            assert plan.train.count == 11_000
+        assert (cap, limits) == (({512_000}, {960.0}) if path.name.startswith("hard-") else ({4_096_000}, {0.0}))
+    elif path.name.endswith(".cpu.toml"):
+        assert {run.config.network.channels for run in plan.runs} == {32} and len(plan.seeds) == 3
+        assert cap == {8_000} and limits == {12.0}
+    assert {run.algorithm for run in plan.runs} <= {"phs-sg", "levin-sg", "phs", "levin", "wastar"}
+    assert set(plan.paper) <= set(plan.variants)
+    assert tomllib.loads(dumps(plan.resolved)) == plan.resolved  # what compare.toml holds reads back the same

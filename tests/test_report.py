@@ -1,0 +1,182 @@
+"""`sgps report`: every number recomputed from the per-problem CSVs of the smoke comparison; the
+curves on a common grid; the ablation and paper columns; both outstanding.csv formats."""
+
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+import statistics
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from sgps.cli import main
+from sgps.experiments.curves import curve_bands, step_at
+from sgps.experiments.plan import parse_plan
+from sgps.experiments.results import read_curve
+from sgps.experiments.runstate import loop_state
+from sgps.experiments.tomlfile import dumps
+from sgps.training.rundir import RunDirectory
+
+from comparisons import smoke_comparison, smoke_document
+
+LABELS = {"phs": r"PHS\*(π)", "phs-sg": r"PHS\*(π^SG)"}
+SEEDS = (0, 1)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = smoke_comparison(tmp_path_factory)
+    assert main(["report", str(out)]) == 0
+    return out
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def table(report: str, heading: str) -> dict[str, list[str]]:
+    """The rows of the first table after `heading`, keyed by their first cell."""
+    lines = report[report.index(heading) :].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def numbers(cell: str) -> list[float]:
+    return [float(text.replace(",", "")) for text in re.findall(r"\d[\d,]*(?:\.\d+)?", cell)]
+
+
+def assert_spread(cell: str, values: list[float], tolerance: float) -> None:
+    """A cell reads 'mean (min-max)' over `values`, or the value alone when they agree."""
+    expected = [values[0]] if min(values) == max(values) else [statistics.mean(values), min(values), max(values)]
+    assert numbers(cell) == pytest.approx(expected, abs=tolerance), cell
+
+
+def recomputed_test(run: Path) -> dict[str, float]:
+    """The paper's test numbers of a run, from its per-problem rows."""
+    solved = [row for row in read_rows(run / "metrics" / "test-test.csv") if row["solved"] == "1"]
+    lengths = [int(row["length"]) for row in solved]
+    return {
+        "solved": len(solved),
+        "expansions": statistics.mean(int(row["expanded"]) for row in solved),
+        "length": statistics.mean(lengths),
+        "total_length": sum(lengths),
+    }
+
+
+def test_the_report_numbers_equal_those_recomputed_from_the_csvs(smoke):
+    report = (smoke / "report.md").read_text()
+    tests, training = table(report, "## Test set `test`"), table(report, "## Training")
+    for algorithm in ("phs", "phs-sg"):
+        runs = {seed: smoke / "runs" / f"{algorithm}-s{seed}" for seed in SEEDS}
+        scores = {seed: recomputed_test(run) for seed, run in runs.items()}
+        row = tests[LABELS[algorithm]]
+        assert row[0] == str(len(SEEDS))
+        for cell, key in zip(row[1:4], ("solved", "expansions", "length"), strict=True):
+            assert_spread(cell, [score[key] for score in scores.values()], 0.006)
+        best = min(SEEDS, key=lambda seed: (-scores[seed]["solved"], scores[seed]["total_length"], seed))
+        assert row[4] == str(best)
+        expected = [scores[best]["solved"], scores[best]["expansions"], scores[best]["length"]]
+        assert [numbers(cell)[0] for cell in row[5:8]] == pytest.approx(expected, abs=0.006)
+
+        outstanding = {seed: read_rows(run / "metrics" / "outstanding.csv") for seed, run in runs.items()}
+        count = {seed: int(rows[0]["outstanding"]) for seed, rows in outstanding.items()}  # the start row
+        row = training[LABELS[algorithm]]
+        assert_spread(row[1], [int(rows[-1]["cumulative_expansions"]) for rows in outstanding.values()], 0.006)
+        assert_spread(row[2], [loop_state(run)["seconds"] / 3600 for run in runs.values()], 0.0006)
+        assert_spread(row[3], [count[seed] - int(rows[-1]["outstanding"]) for seed, rows in outstanding.items()], 0)
+        assert_spread(row[4], list(count.values()), 0)
+
+
+def test_the_curves_are_each_seeds_steps_on_a_common_grid(smoke):
+    plotted = read_rows(smoke / "curves.csv")
+    assert (smoke / "curves.png").read_bytes().startswith(b"\x89PNG")
+    for algorithm in ("phs", "phs-sg"):
+        seeds = [read_rows(smoke / "runs" / f"{algorithm}-s{seed}" / "metrics" / "outstanding.csv") for seed in SEEDS]
+        for axis, column, scale in (("expansions", "cumulative_expansions", 1.0), ("hours", "seconds", 3600.0)):
+            points = [[(float(row[column]) / scale, int(row["outstanding"])) for row in rows] for rows in seeds]
+            grid = sorted({x for curve in points for x, _ in curve})
+            rows = [row for row in plotted if row["axis"] == axis and row["algorithm"] == algorithm]
+            assert [float(row["x"]) for row in rows] == pytest.approx(grid, abs=1e-6)
+            for row, x in zip(rows, grid, strict=True):
+                values = [[y for point, y in curve if point <= x][-1] for curve in points]
+                assert float(row["mean"]) == pytest.approx(statistics.mean(values), abs=1e-4)
+                assert (int(row["min"]), int(row["max"]), int(row["seeds"])) == (min(values), max(values), len(SEEDS))
+
+
+def test_step_curves_of_different_grids_are_read_as_outstanding_after_x():
+    xs, ys = np.array([0, 10, 30]), np.array([5, 3, 1])
+    assert step_at(xs, ys, np.array([0, 5, 10, 29, 30, 100])).tolist() == [5, 5, 3, 3, 1, 1]
+    curves = [
+        SimpleNamespace(expansions=np.array([0, 10, 30]), seconds=np.array([0.0, 36.0, 72.0]),
+                        outstanding=np.array([5, 3, 1])),
+        SimpleNamespace(expansions=np.array([0, 20]), seconds=np.array([0.0, 3600.0]), outstanding=np.array([5, 0])),
+    ]  # fmt: skip
+    results = [SimpleNamespace(spec=SimpleNamespace(variant="phs"), curve=curve) for curve in curves]
+    band = curve_bands(results, ["phs"])[0]
+    assert (band.axis, band.seeds) == ("expansions", 2)
+    assert band.x.tolist() == [0, 10, 20, 30]
+    assert band.mean.tolist() == [5.0, 4.0, 1.5, 0.5]
+    assert (band.low.tolist(), band.high.tolist()) == ([5, 3, 0, 0], [5, 5, 3, 1])
+
+
+def test_runs_without_the_start_row_or_wall_clock_column_are_read_too(tmp_path):
+    metrics = tmp_path / "metrics"
+    metrics.mkdir()
+    (metrics / "outstanding.csv").write_text(
+        "iteration,batch,cumulative_expansions,outstanding\n0,0,100,8\n0,1,180,6\n1,0,250,5\n"
+    )
+    (metrics / "train.csv").write_text(
+        "iteration,batch,problem,solved,expanded,generated,length,budget,seconds\n"
+        "0,0,0,1,40,50,9,60,0.5\n0,0,1,0,60,70,,60,1.5\n0,1,2,1,80,90,7,60,2.0\n1,0,3,1,70,80,7,60,0.25\n"
+    )
+    curve = read_curve(RunDirectory(tmp_path), train_count=10)
+    assert curve is not None and not curve.measured_seconds
+    assert curve.expansions.tolist() == [0, 100, 180, 250]
+    assert curve.outstanding.tolist() == [10, 8, 6, 5]
+    assert curve.seconds.tolist() == [0.0, 1.5, 3.5, 3.75]  # the longest search of each batch, summed
+
+
+def test_ablations_show_settings_subgoal_distances_and_the_papers_numbers(smoke, tmp_path):
+    """Two variants of PHS*(π^SG), made of the smoke runs, with cluster levels 1 and 3."""
+    document = smoke_document()
+    document["compare"]["algorithms"] = ["g1", "g3"]
+    document["variants"] = {name: {"algorithm": "phs-sg", "subgoal": {"cluster_level": level}}
+                            for name, level in (("g1", 1), ("g3", 3))}  # fmt: skip
+    document["paper"] = {"g1": {"test": [100, 287.24, 93.88], "distance": 1.66}, "g3": {"distance": 4.93}}
+    plan = parse_plan(document, "ablation.toml", tmp_path)
+    (tmp_path / "compare.toml").write_text(dumps(plan.resolved))
+    shutil.copytree(smoke / "problems", tmp_path / "problems")
+    distances = {}
+    for name, level in (("g1", 1), ("g3", 3)):
+        for seed in SEEDS:
+            run = tmp_path / "runs" / f"{name}-s{seed}"
+            shutil.copytree(smoke / "runs" / f"phs-sg-s{seed}", run)
+            config = run / "config.toml"
+            config.write_text(config.read_text().replace("cluster_level = 0", f"cluster_level = {level}"))
+            rows = [row for row in read_rows(run / "metrics" / "learning.csv") if row["failed_mean_length"]]
+            pairs = sum(float(row["failed_pairs"]) for row in rows)
+            distances.setdefault(name, []).append(
+                sum(float(row["failed_mean_length"]) * float(row["failed_pairs"]) for row in rows) / pairs
+            )
+    assert main(["report", str(tmp_path)]) == 0
+    report = (tmp_path / "report.md").read_text()
+    ablation = table(report, "## Ablation")
+    for name, level, paper in (("g1", "G1", "1.66"), ("g3", "G3", "4.93")):
+        row = ablation[f"{name} (PHS\\*(π^SG))"]
+        assert row[:3] == ["4", level, "yes"]
+        assert_spread(row[3], distances[name], 0.006)
+        assert row[7] == paper
+        assert_spread(table(report, "Mean subgoal distance per cluster level")[level][1], distances[name], 0.006)
+    assert ablation["g1 (PHS\\*(π^SG))"][8] == "100 / 287.24 / 93.88"
+    assert table(report, "## Test set `test`")["g1 (PHS\\*(π^SG))"][-1] == "100 / 287.24 / 93.88"
