@@ -1,13 +1,15 @@
 """The ``sgps`` command line: argument parsing only; the work is done by the library.
 
 Errors a user can act on (bad files, options, parameters) are printed as one line
-``sgps: error: ...`` with exit status 2, never as a traceback.
+``sgps: error: ...`` with exit status 2, never as a traceback; argparse's own errors
+(an unknown option or choice) print the usage line first, then one such error line.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
 import warnings
 from collections.abc import Sequence
@@ -22,14 +24,18 @@ from sgps.domains import Level, LevelSet, get_domain, read_levels, solve, write_
 from sgps.domains.animation import trajectory, write_gif
 from sgps.domains.generation import generate_levels, resolve_params
 from sgps.domains.render import write_png
+from sgps.domains.solver import default_state_cap
 from sgps.errors import ConfigError, SgpsError
 from sgps.experiments import compare, write_report
 from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
 from sgps.training import runner
-from sgps.training.config import ALGORITHMS
+from sgps.training.schema import ALGORITHMS
 from sgps.training.testing import run_test
 
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
+MAX_LEVELS = 1_000_000  # levels one `generate` or `demo` writes
+MAX_CELL = 256  # pixels per cell of a picture
+MAX_PIXELS = 2**26  # pixels of a picture (64 megapixels, 192 MiB of RGB)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     generate = commands.add_parser("generate", help="generate a level set")
     generate.add_argument("domain", help="domain name")
     generate.add_argument("--variant", default="standard", help="generator variant (default: standard)")
-    generate.add_argument("--count", type=int, default=10, help="number of levels (default: 10)")
+    generate.add_argument(
+        "--count", type=int, default=10, help=f"number of levels, at most {MAX_LEVELS:,} (default: 10)"
+    )
     generate.add_argument("--seed", type=int, default=0, help="seed of the first level; level k uses seed+k")
     generate.add_argument("--out", required=True, type=Path, help="level file to write")
     generate.add_argument(
@@ -66,14 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
     show = commands.add_parser("show", help="print a level (and optionally draw it to PNG)")
     _add_level_arguments(show)
     show.add_argument("--png", type=Path, help="write a picture of the level to this PNG file")
-    show.add_argument("--cell", type=int, default=16, help="pixels per cell in the PNG (default: 16)")
+    show.add_argument(
+        "--cell", type=int, default=16, help=f"pixels per cell in the PNG, at most {MAX_CELL} (default: 16)"
+    )
 
     solve_cmd = commands.add_parser(
         "solve", help="solve a level: the exact solver, or a best-first search with --algorithm"
     )
     _add_level_arguments(solve_cmd)
     solve_cmd.add_argument("--method", choices=("auto", "bfs", "astar"), default="auto", help="exact solver method")
-    solve_cmd.add_argument("--max-states", type=int, default=2_000_000, help="exact solver state cap (default: 2M)")
+    solve_cmd.add_argument(
+        "--max-states", type=int, help="exact solver state cap (default: 2M, fewer on levels too large for 4 GiB)"
+    )
     solve_cmd.add_argument(
         "--algorithm",
         choices=ALGORITHM_NAMES,
@@ -222,6 +234,13 @@ def _parse_params(pairs: Sequence[str]) -> dict[str, str]:
     return params
 
 
+def _check_range(option: str, value: int, low: int, high: int | None = None) -> None:
+    """A `ConfigError` naming `option` unless `low` <= `value` (<= `high`)."""
+    if value < low or (high is not None and value > high):
+        allowed = f"from {low:,} to {high:,}" if high is not None else f"at least {low:,}"
+        raise ConfigError(f"{option} must be {allowed}, got {value}")
+
+
 def _pick_level(levels: LevelSet, index: int, file: Path) -> Level:
     if not 0 <= index < len(levels):
         raise ConfigError(f"{file} has {len(levels)} levels; --index {index} is out of range")
@@ -229,6 +248,8 @@ def _pick_level(levels: LevelSet, index: int, file: Path) -> Level:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    _check_range("--count", args.count, 1, MAX_LEVELS)
+    _check_range("--seed", args.seed, 0)
     domain = get_domain(args.domain)
     overrides = _parse_params(args.param)
     if args.goal is not None:
@@ -248,8 +269,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"{level.name}: {domain.describe(level.state)} (line {level.line} of {level.path})")
     print(domain.render_text(level.state))
     if args.png is not None:
-        if args.cell < 1:
-            raise ConfigError("--cell must be at least 1")
+        _check_range("--cell", args.cell, 1, MAX_CELL)
+        _, rows, cols = domain.observation_shape(level.state)
+        if rows * cols * args.cell**2 > MAX_PIXELS:
+            raise ConfigError(
+                f"--cell {args.cell} draws a {rows * args.cell:,}x{cols * args.cell:,} picture, more than "
+                f"{MAX_PIXELS:,} pixels; use --cell {max(1, math.isqrt(MAX_PIXELS // (rows * cols)))} or less"
+            )
         write_png(args.png, domain.render_image(level.state, args.cell))
         print(f"wrote {args.png}")
     return 0
@@ -261,13 +287,18 @@ def cmd_solve(args: argparse.Namespace) -> int:
     domain = levels.domain
     if args.algorithm is not None:
         return _best_first(args, domain, level)
-    if args.max_states < 1:
-        raise ConfigError("--max-states must be at least 1")
-    result = solve(domain, level.state, method=args.method, max_states=args.max_states)
+    if args.max_states is not None:
+        _check_range("--max-states", args.max_states, 1)
+    cap = default_state_cap(domain, level.state) if args.max_states is None else args.max_states
+    try:
+        result = solve(domain, level.state, method=args.method, max_states=cap)
+    except MemoryError:
+        raise ConfigError(f"the exact solver ran out of memory; give a lower --max-states than {cap:,}") from None
     print(f"{level.name}: {domain.describe(level.state)} (line {level.line} of {level.path})")
     stats = f"{result.expanded:,} expanded, {result.stored:,} states, {result.seconds:.2f} s"
     if result.actions is None:
-        reason = "state cap reached" if result.status == "cap" else "no solution exists"
+        capped = f"state cap reached ({cap:,} states; raise it with --max-states)"
+        reason = capped if result.status == "cap" else "no solution exists"
         print(f"not solved: {reason} ({stats})")
         return 1
     print(f"optimal length: {result.length} ({stats})")
@@ -281,7 +312,9 @@ def _best_first(args: argparse.Namespace, domain: Any, level: Level) -> int:
     if args.budget is not None and args.budget < 1:
         raise ConfigError("--budget must be at least 1")
     if not 0.0 <= args.epsilon <= 1.0:
-        raise ConfigError("--epsilon must be between 0 and 1")
+        raise ConfigError(f"--epsilon must be between 0 and 1, got {args.epsilon}")
+    if not (math.isfinite(args.weight) and args.weight >= 0):
+        raise ConfigError(f"--weight must be a finite number >= 0, got {args.weight}")
     try:
         algorithm = make_algorithm(args.algorithm, weight=args.weight)
     except ValueError as error:
@@ -388,6 +421,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Generate a few levels of each domain, solve the first exactly, draw its solution; train PHS* on TSP."""
+    _check_range("--count", args.count, 1, MAX_LEVELS)
+    _check_range("--seed", args.seed, 0)
     out: Path = args.out
     for name in DEMO_DOMAINS:
         domain = get_domain(name)

@@ -65,6 +65,13 @@ class Domain(ABC, Generic[S]):
         Raises `LevelFormatError` (without a location: the file reader adds it).
         """
 
+    def check_level(self, state: S) -> None:
+        """Refuse a level read from a file that can never be solved (e.g. it has no goal).
+
+        Raises `LevelFormatError` without a location, as `parse` does; `parse` itself
+        accepts such states, which the rule tests build on purpose.
+        """
+
     @abstractmethod
     def encode(self, state: S) -> list[int]:
         """The level-line fields (header then cells) that `parse` turns into `state`."""

@@ -151,6 +151,10 @@ class BoulderDash(Domain[BoulderDashState]):
             raise LevelFormatError(f"gems_required is {required} but the level has only {available} diamonds")
         return BoulderDashState(bytes(cells), agents[0], 0, Board.of(rows, cols, required))
 
+    def check_level(self, state: BoulderDashState) -> None:
+        if not any(code in (EXIT_CLOSED, EXIT_OPEN, AGENT_IN_EXIT) for code in state.grid):
+            raise LevelFormatError(f"the level has no exit (code {EXIT_CLOSED} or {EXIT_OPEN}), so it cannot be solved")
+
     def encode(self, state: BoulderDashState) -> list[int]:
         if state.gems:
             raise ValueError("a BoulderDash state with collected diamonds cannot be written as a level")

@@ -31,6 +31,7 @@ import numpy as np
 
 from sgps.domains.base import Board, Domain, check_codes, count_exactly, one_hot, split_level, stack_grids
 from sgps.domains.render import Sprite, draw_cells
+from sgps.errors import LevelFormatError
 
 NUM_COLOURS = 12
 GEM, AGENT, EMPTY, WALL = 12, 13, 14, 15
@@ -110,6 +111,10 @@ class BoxWorld(Domain[BoxWorldState]):
         (agent,) = count_exactly(cells, {AGENT}, 1, "agent (code 13)")
         board = Board.of(rows, cols, classify(cells, rows, cols))
         return BoxWorldState(bytes(cells), agent, NO_KEY, board)
+
+    def check_level(self, state: BoxWorldState) -> None:
+        if GEM not in state.grid:
+            raise LevelFormatError(f"the level has no goal gem (code {GEM}), so it cannot be solved")
 
     def encode(self, state: BoxWorldState) -> list[int]:
         if state.inventory != NO_KEY:

@@ -35,6 +35,7 @@ HEADER_PREFIX = "; sgps "
 BOXOBAN_SIZE = 10
 _HEADER_TOKEN = re.compile(r"(\w+)=(\S+)")
 _HEADER_LINE = re.compile(r";\s*sgps(\s|$)")
+_INTEGER = re.compile(r"-?[0-9]+")  # ASCII digits only: int() would also take '1_0' and other scripts' digits
 
 
 @dataclass(frozen=True)
@@ -128,8 +129,10 @@ def read_levels(path: str | Path, domain: str | Domain[Any] | None = None) -> Le
         files = sorted(p for p in root.glob("*.txt") if p.is_file() and not p.name.startswith("."))
         if not files:
             raise LevelFormatError("the folder holds no *.txt level files", root)
-    elif root.exists():
+    elif root.is_file():
         files = [root]
+    elif root.exists():
+        raise LevelFormatError("not a regular file or folder (a pipe or device would not end)", root)
     else:
         raise LevelFormatError("no such file or folder", root)
 
@@ -214,14 +217,15 @@ def _parse_line(domain: Domain[Any], text: str, path: Path, line: int) -> Any:
         value = raw.strip()
         if not value:
             raise LevelFormatError(f"field {position} is empty (a stray or doubled '|'?)", path, line)
-        try:
-            fields.append(int(value))
-        except ValueError:
-            raise LevelFormatError(f"field {position} ({value[:20]!r}) is not an integer", path, line) from None
+        if not _INTEGER.fullmatch(value):
+            raise LevelFormatError(f"field {position} ({value[:20]!r}) is not an integer in ASCII digits", path, line)
+        fields.append(int(value))
     try:
-        return domain.parse(fields)
+        state = domain.parse(fields)
+        domain.check_level(state)
     except LevelFormatError as error:
         raise error.located(path, line) from None
+    return state
 
 
 def _read_boxoban(path: Path, lines: Sequence[str], domain: Domain[Any]) -> list[Level]:

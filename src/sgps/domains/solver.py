@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import pickle
 import time
 from collections import deque
 from collections.abc import Hashable
@@ -26,6 +27,10 @@ from typing import Any, Literal
 from sgps.domains.base import Domain
 
 Status = Literal["solved", "unsolvable", "cap"]
+
+#: The default state cap: at most 2M states, and no more than fit in about 4 GiB.
+MAX_STATES = 2_000_000
+MEMORY_BUDGET = 4 * 2**30
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,16 @@ def solve(
     if method == "astar":
         return _astar(domain, state, max_states)
     raise ValueError(f"unknown solver method {method!r}; use 'auto', 'bfs' or 'astar'")
+
+
+def default_state_cap(domain: Domain[Any], state: Any) -> int:
+    """`MAX_STATES`, lowered for large levels so the stored states fit in `MEMORY_BUDGET`.
+
+    A stored state costs its key in the parent table and, on the frontier, the state
+    itself; four times their pickled size is a generous estimate of their size in memory.
+    """
+    size = 4 * len(pickle.dumps((state, domain.solver_key(state)), protocol=pickle.HIGHEST_PROTOCOL))
+    return max(1, min(MAX_STATES, MEMORY_BUDGET // size))
 
 
 def _path(parents: dict[Hashable, tuple[Hashable, int] | None], key: Hashable) -> tuple[int, ...]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,8 @@ from sgps.domains import domain_names, get_domain, read_levels
 from sgps.domains.base import Domain
 from sgps.domains.generation import generate_levels, resolve_params
 from sgps.errors import ConfigError, SgpsError
-from sgps.training.config import ALGORITHMS, PRESETS, SECTIONS, TrainConfig, resolve_config
+from sgps.training.config import PRESETS, SECTIONS, TrainConfig, read_toml, resolve_config
+from sgps.training.schema import ALGORITHMS, InvalidSettingError, check_value
 from sgps.training.setup import split_problems
 
 #: Settings of a run that the comparison itself decides, and where they come from.
@@ -135,12 +135,7 @@ def read_plan(path: Path, *, check_files: bool = True) -> ComparePlan:
 
     `check_files` also checks that level files exist (not needed to report on finished runs).
     """
-    try:
-        document = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: not valid TOML ({error})") from None
+    document = read_toml(path)
     return parse_plan(document, str(path), path.resolve().parent, check_files=check_files)
 
 
@@ -164,7 +159,7 @@ def parse_plan(document: Mapping[str, Any], origin: str, base: Path, *, check_fi
     for name in variant_tables.values:
         if name not in names:
             raise variant_tables.error(name, "not listed in compare.algorithms")
-        variants[name] = _variant(variant_tables.table(name), name, preset)
+        variants[name] = _variant(variant_tables.table(name), name)
     variant_tables.finish()
     for name in names:
         if name not in ALGORITHMS and name not in variants:
@@ -193,7 +188,7 @@ def parse_plan(document: Mapping[str, Any], origin: str, base: Path, *, check_fi
     if not tests:
         raise top.error("tests", "name at least one test set, e.g. [tests.test]")
 
-    overrides = _overrides(top.table("train", {}), preset)
+    overrides = _overrides(top.table("train", {}))
     if held_out:
         for where, sections in [("train", overrides), *((f"variants.{n}", v[1]) for n, v in variants.items())]:
             if "validation_fraction" in sections.get("run", {}):
@@ -243,7 +238,7 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 # -- sections -------------------------------------------------------------------------
 
 
-def _variant(table: _Table, name: str, preset: str) -> tuple[str, dict[str, dict[str, Any]]]:
+def _variant(table: _Table, name: str) -> tuple[str, dict[str, dict[str, Any]]]:
     default = name if name in ALGORITHMS else _REQUIRED
     algorithm = table.string("algorithm", default)
     if algorithm not in ALGORITHMS:
@@ -251,11 +246,11 @@ def _variant(table: _Table, name: str, preset: str) -> tuple[str, dict[str, dict
     if name in ALGORITHMS and algorithm != name:
         raise table.error("algorithm", f"a variant named after an algorithm runs that algorithm ({name})")
     table.seen.add("algorithm")
-    return algorithm, _overrides(table, preset, skip=("algorithm",))
+    return algorithm, _overrides(table, skip=("algorithm",))
 
 
-def _overrides(table: _Table, preset: str, skip: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
-    """Overrides of `sgps train`'s sections, each key checked alone against the preset's values."""
+def _overrides(table: _Table, skip: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    """Overrides of `sgps train`'s sections, each key checked alone against `sgps.training.schema`'s rules."""
     overrides: dict[str, dict[str, Any]] = {}
     for section in table.values:
         if section in skip:
@@ -264,17 +259,17 @@ def _overrides(table: _Table, preset: str, skip: Sequence[str] = ()) -> dict[str
             sections = ", ".join(SECTIONS)
             raise table.error(section, f"unknown section of the training config (sections: {sections})")
         entries = table.table(section)
-        fields = {field.name: field for field in dataclasses.fields(SECTIONS[section])}
+        keys = [field.name for field in dataclasses.fields(SECTIONS[section])]
         for key in entries.values:
-            if key not in fields:
-                raise entries.error(key, f"unknown key (keys: {', '.join(fields)})")
+            if key not in keys:
+                raise entries.error(key, f"unknown key (keys: {', '.join(keys)})")
             if (section, key) in SET_BY_COMPARE:
                 raise entries.error(key, f"set by {SET_BY_COMPARE[section, key]}, not here")
-            checked = entries.typed(key, type(fields[key].default))
             try:
-                SECTIONS[section](**{**PRESETS[preset].get(section, {}), key: checked})
-            except ValueError as error:
-                raise entries.error(key, str(error)) from None
+                checked = check_value(section, key, entries.values[key])
+            except InvalidSettingError as error:
+                raise entries.error(key, error.problem) from None
+            entries.seen.add(key)
             overrides.setdefault(section, {})[key] = checked
         entries.finish()
     table.finish()

@@ -6,8 +6,9 @@ A configuration has sections, each a dataclass: ``[run]`` (`RunSettings`),
 (`LearnerConfig`), ``[bootstrap]`` (`BootstrapConfig`) and ``[subgoal]``
 (`SubgoalSettings`, the π^SG networks and how they learn; read by phs-sg and
 levin-sg only). Resolution order: the preset's
-values, then the TOML file, then command-line flags. The resolved configuration is
-written to the run directory's ``config.toml``.
+values, then the TOML file, then command-line flags; `sgps.training.schema` holds the
+rules every value is checked against. The resolved configuration is written to the run
+directory's ``config.toml``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from sgps.errors import ConfigError
-from sgps.search.costs import DUPLICATE_RULES
 from sgps.training.bootstrap import BootstrapConfig
 from sgps.training.learner import LearnerConfig
+from sgps.training.schema import InvalidSettingError, validate_section
 from sgps.training.subgoal_learner import SubgoalSettings
 
 
@@ -42,24 +43,16 @@ class SearchSettings:
     levin_plus_one: bool = False  # LevinTS orders by (d + 1)/π (the paper) instead of g/π (the code)
     duplicates: str = "eager"  # eager: first generated copy wins (code); lazy: closed set over expanded (paper)
 
-    def __post_init__(self) -> None:
-        if self.duplicates not in DUPLICATE_RULES:
-            raise ValueError(f"search.duplicates must be one of {', '.join(DUPLICATE_RULES)}, not {self.duplicates!r}")
-
 
 @dataclass(frozen=True)
 class RunSettings:
     """What to train: domain, algorithm, device."""
 
-    domain: str = "tsp"
+    domain: str = ""  # "": the level files' domain (set when a run starts)
     algorithm: str = "phs"
     device: str = "auto"
     validation_fraction: float = 0.1  # of --problems, when no --validation file is given
     workers: int = 0  # search processes; 0: one per usable core (resolved when a run starts); 1: in-process
-
-    def __post_init__(self) -> None:
-        if self.workers < 0:
-            raise ValueError("run.workers must be 0 (one per core) or a positive count")
 
 
 SECTIONS: dict[str, type] = {
@@ -70,9 +63,6 @@ SECTIONS: dict[str, type] = {
     "bootstrap": BootstrapConfig,
     "subgoal": SubgoalSettings,
 }
-
-#: Algorithms `sgps train` knows: the flat baselines and the subgoal-guided policies.
-ALGORITHMS = ("phs", "levin", "wastar", "phs-sg", "levin-sg")
 
 #: Presets: `tiny` for tests (seconds), `cpu` for a CPU-only machine, `paper` the reference sizes.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
@@ -130,13 +120,18 @@ class TrainConfig:
 def resolve_config(
     preset: str = "cpu", file: Path | None = None, overrides: Mapping[str, Mapping[str, Any]] | None = None
 ) -> TrainConfig:
-    """Merge a preset, an optional TOML file and overrides; raise `ConfigError` naming any bad key."""
+    """Merge a preset, an optional TOML file and overrides, then check them against `schema.RULES`.
+
+    Raises `ConfigError` naming the source (file or command line), the section.key, the value
+    and what is allowed; nothing is created before this returns.
+    """
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
     values: dict[str, dict[str, Any]] = {name: dict(PRESETS[preset].get(name, {})) for name in SECTIONS}
+    origins: dict[str, str] = {}
     layers: list[tuple[str, Mapping[str, Any]]] = []
     if file is not None:
-        layers.append((str(file), _read_toml(file)))
+        layers.append((str(file), read_toml(file)))
     if overrides:
         layers.append(("command line", overrides))
     for origin, layer in layers:
@@ -145,41 +140,33 @@ def resolve_config(
                 raise ConfigError(f"{origin}: unknown section [{section}] (sections: {', '.join(SECTIONS)})")
             if not isinstance(entries, Mapping):
                 raise ConfigError(f"{origin}: [{section}] must be a table of keys")
-            fields = {f.name: f for f in dataclasses.fields(SECTIONS[section])}
+            keys = [field.name for field in dataclasses.fields(SECTIONS[section])]
             for key, value in entries.items():
-                if key not in fields:
-                    raise ConfigError(f"{origin}: unknown key {section}.{key} (keys: {', '.join(fields)})")
-                values[section][key] = _checked(origin, section, key, value, fields[key].default)
-    try:
-        config = TrainConfig(**{name: cls(**values[name]) for name, cls in SECTIONS.items()})
-    except ValueError as error:
-        raise ConfigError(f"bad configuration: {error}") from None
-    if config.run.algorithm not in ALGORITHMS:
-        raise ConfigError(f"run.algorithm must be one of {', '.join(ALGORITHMS)}, not {config.run.algorithm!r}")
-    return config
+                if key not in keys:
+                    raise ConfigError(f"{origin}: unknown key {section}.{key} (keys: {', '.join(keys)})")
+                values[section][key] = value
+                origins[f"{section}.{key}"] = origin
+    sections = {}
+    for name, cls in SECTIONS.items():
+        try:
+            checked = validate_section(name, {**dataclasses.asdict(cls()), **values[name]})
+        except InvalidSettingError as error:
+            raise ConfigError(f"{origins.get(error.key, f'preset {preset}')}: {error}") from None
+        sections[name] = cls(**checked)
+    return TrainConfig(**sections)
 
 
-def _read_toml(file: Path) -> dict[str, Any]:
+def read_toml(file: Path) -> dict[str, Any]:
+    """A TOML file's document; a `ConfigError` when it is missing, not a regular file, not UTF-8 or not TOML."""
+    if file.exists() and not file.is_file():
+        raise ConfigError(f"{file}: not a regular file")
     try:
-        return tomllib.loads(file.read_text())
+        text = file.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{file}: no such config file") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{file}: not a UTF-8 text file (byte {error.start})") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{file}: not valid TOML ({error})") from None
-
-
-def _checked(origin: str, section: str, key: str, value: Any, default: Any) -> Any:
-    """`value` converted to the type of `default`, or a `ConfigError` naming the key."""
-    expected = type(default)
-    if expected is bool:
-        if isinstance(value, bool):
-            return value
-    elif expected is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    elif expected is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif isinstance(value, expected):
-        return value
-    raise ConfigError(f"{origin}: {section}.{key} must be {expected.__name__}, got {value!r}")

@@ -52,7 +52,9 @@ def train(
         if (out / "checkpoints" / "trainer.pt").exists():
             raise ConfigError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
         config = resolve_config(preset, config_file, overrides)
-    levels = read_levels(problems, domain or (config.run.domain if resume else None))
+    if domain and config.run.domain and domain != config.run.domain:
+        raise ConfigError(f"--domain {domain} contradicts run.domain = {config.run.domain!r}")
+    levels = read_levels(problems, domain or config.run.domain or None)  # refuses files of another domain
     workers = config.run.workers or usable_cores()
     threads = default_threads() if threads is None else threads
     if threads < 1:

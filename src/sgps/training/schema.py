@@ -1,0 +1,230 @@
+"""The rules of a training configuration: each key's type and allowed values, and the rules between keys.
+
+`RULES` gives every key of every section a pydantic type: strict (an integer is not a
+float written as 3.0, a flag is ``true`` or ``false``), bounded (counts at least 1, sizes
+below a cap that keeps a network allocatable, numbers finite) and described in words.
+The rules between keys of a section are the sections' model validators. Every error
+is an `InvalidSettingError` that reads ``section.key must be REQUIREMENT, got VALUE``.
+
+Checking happens before a run creates anything, and the same rules serve the TOML
+file, the command-line flags and the ``[train]`` tables of a comparison config.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    model_validator,
+)
+
+from sgps.domains.registry import domain_names
+from sgps.errors import ConfigError
+from sgps.models.subgoal import CONDITIONINGS, MIXTURES
+from sgps.models.vqvae import CODEBOOKS
+from sgps.search.costs import DUPLICATE_RULES
+from sgps.training.budget import SCHEDULES
+from sgps.training.clustering import HIERARCHIES
+from sgps.training.samples import LOSSES
+from sgps.training.subgoal_learner import current_spelling
+from sgps.training.subgoal_samples import SEGMENTATIONS, SUBGOAL_TARGETS
+
+#: Caps on network sizes: far above any useful value, low enough to fail here, not in the allocator.
+MAX_WIDTH = 4096  # channels, hidden units, code dimension
+MAX_BLOCKS = 64  # residual blocks
+MAX_SEED = 2**64 - 1  # seeds are 64-bit unsigned integers
+MAX_COUNT = 10**9  # epochs, minibatch sizes, buffers: larger is a typo
+
+#: Algorithms `sgps train` knows: the flat baselines and the subgoal-guided policies.
+ALGORITHMS = ("phs", "levin", "wastar", "phs-sg", "levin-sg")
+
+
+class InvalidSettingError(ConfigError):
+    """A configuration value that breaks a rule; `key` is ``section.key``, `problem` the rest of the message."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key = key
+        self.problem = problem
+        super().__init__(f"{key} {problem}")
+
+
+def _integer(low: int, high: int = MAX_COUNT, note: str = "") -> Any:
+    """An integer from `low` to `high`, both included."""
+    text = f"an integer from {low} to {high:,}{note}"
+    return Annotated[int, Field(strict=True, ge=low, le=high, description=text)]
+
+
+def _number(low: float, high: float = math.inf, *, open_low: bool = False, open_high: bool = False) -> Any:
+    """A finite number between `low` and `high`, each bound included unless said open."""
+    if high == math.inf:
+        text = f"a finite number {'>' if open_low else '>='} {low:g}"
+    else:
+        text = f"in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
+    bounds = {"gt" if open_low else "ge": low}
+    if high != math.inf:
+        bounds["lt" if open_high else "le"] = high
+    return Annotated[float, Field(strict=True, allow_inf_nan=False, description=text, **bounds)]
+
+
+def _choice(names: tuple[str, ...], renamed: str | None = None) -> Any:
+    """One of `names`; `renamed` names a key whose old spellings are accepted with a warning."""
+    text = f"one of {', '.join(names)}"
+    checks: list[Any] = [Field(description=text)]
+    if renamed is not None:
+        checks.append(BeforeValidator(lambda value: _current(renamed, value)))
+    return Annotated[Literal[names], *checks]
+
+
+def _current(key: str, value: Any) -> Any:
+    """A string value of `key` under its current spelling (warning when an old one was used)."""
+    return current_spelling(key, value) if isinstance(value, str) else value
+
+
+def _registered_domain(name: str) -> str:
+    if name and name not in domain_names():
+        raise ValueError(f"'' (the level files' domain) or one of {', '.join(domain_names())}")
+    return name
+
+
+FLAG = Annotated[bool, Field(strict=True, description="true or false")]
+DOMAIN = Annotated[str, Field(strict=True, description="a domain name"), AfterValidator(_registered_domain)]
+WIDTH = _integer(1, MAX_WIDTH)
+BLOCKS = _integer(0, MAX_BLOCKS)
+COUNT = _integer(1)
+FRACTION = _number(0.0, 1.0)
+
+RULES: dict[str, dict[str, Any]] = {
+    "run": {
+        "domain": DOMAIN,
+        "algorithm": _choice(ALGORITHMS),
+        "device": _choice(("cpu", "cuda", "auto")),
+        "validation_fraction": _number(0.0, 1.0, open_high=True),
+        "workers": _integer(0, 1024, " (0: one per core)"),
+    },
+    "network": {"channels": WIDTH, "blocks": BLOCKS, "batch_norm": FLAG},
+    "search": {"levin_plus_one": FLAG, "duplicates": _choice(DUPLICATE_RULES)},
+    "learner": {
+        "learning_rate": _number(0.0, open_low=True),
+        "weight_decay": _number(0.0),
+        "epochs": COUNT,
+        "minibatch": COUNT,
+        "loss": _choice(LOSSES),
+    },
+    "bootstrap": {
+        "seed": _integer(0, MAX_SEED),
+        "batch_size": COUNT,
+        "initial_budget": COUNT,
+        "max_budget": _integer(0, note=" (0: no limit)"),
+        "schedule": _choice(tuple(SCHEDULES)),
+        "epsilon": FRACTION,
+        "validation_ratio": _number(0.0, 1.0, open_low=True),
+        "max_iterations": _integer(0, note=" (0: no limit)"),
+        "time_limit_minutes": _number(0.0),
+        "max_expansions": _integer(0, 2**63 - 1, " (0: no limit)"),
+        "checkpoint_every": COUNT,
+        "stop_when_all_solved": FLAG,
+    },
+    "subgoal": {
+        "conditioning": _choice(CONDITIONINGS, renamed="conditioning"),
+        "mixture": _choice(MIXTURES),
+        "alpha_train": FRACTION,
+        "alpha_test": FRACTION,
+        "codebook_size": _integer(1, 1024),
+        "codebook": _choice(CODEBOOKS),
+        "code_dim": WIDTH,
+        "commitment": _number(0.0),
+        "vq_channels": WIDTH,
+        "vq_blocks": BLOCKS,
+        "channels": WIDTH,
+        "blocks": BLOCKS,
+        "hidden": WIDTH,
+        "unconditional_channels": WIDTH,
+        "unconditional_blocks": BLOCKS,
+        "failed_trees": FLAG,
+        "exhausted_trees": FLAG,
+        "normalise_low_weights": FLAG,
+        "hierarchy": _choice(HIERARCHIES, renamed="hierarchy"),
+        "cluster_level": _integer(0, note=" (0: the rule ⌊L/2⌋-1)"),
+        "resolution": _number(0.0),
+        "pairs_per_tree": COUNT,
+        "max_draws": COUNT,
+        "length_buffer": COUNT,
+        "segmentation": _choice(SEGMENTATIONS),
+        "subgoal_target": _choice(SUBGOAL_TARGETS),
+        "vq_minibatch": COUNT,
+        "high_epochs": COUNT,
+        "max_minibatches": COUNT,
+    },
+}
+
+
+class _Section(BaseModel):
+    """A section's keys, all given (the caller fills in defaults) and checked together."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Bootstrap(_Section):
+    @model_validator(mode="after")
+    def _budgets(self) -> _Bootstrap:
+        max_budget, initial = self.__dict__["max_budget"], self.__dict__["initial_budget"]
+        if max_budget and max_budget < initial:
+            raise InvalidSettingError(
+                "bootstrap.max_budget", f"must be 0 (no limit) or at least bootstrap.initial_budget ({initial}), "
+                f"got {max_budget}"
+            )
+        return self
+
+
+_BASES: dict[str, type[_Section]] = {"bootstrap": _Bootstrap}
+_MODELS: dict[str, type[_Section]] = {
+    section: create_model(
+        f"{section.title()}Section",
+        __base__=_BASES.get(section, _Section),
+        **{key: (rule, ...) for key, rule in keys.items()},
+    )
+    for section, keys in RULES.items()
+}
+
+
+def validate_section(section: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """All keys of `section` checked against its rules and each other; the values in their canonical form."""
+    try:
+        return _MODELS[section].model_validate(dict(values)).model_dump()
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = str(first["loc"][0])
+        raise _invalid(section, key, first) from None
+
+
+def check_value(section: str, key: str, value: Any) -> Any:
+    """One key of `section` checked alone (the rules between keys wait for the whole section)."""
+    try:
+        return _adapter(section, key).validate_python(value)
+    except ValidationError as error:
+        raise _invalid(section, key, error.errors()[0]) from None
+
+
+@cache
+def _adapter(section: str, key: str) -> TypeAdapter[Any]:
+    return TypeAdapter(RULES[section][key])
+
+
+def _invalid(section: str, key: str, error: Mapping[str, Any]) -> InvalidSettingError:
+    """The `InvalidSettingError` of one pydantic error: the rule's own words, or its description."""
+    if error["type"] == "value_error":
+        requirement = str(error["ctx"]["error"])
+    else:
+        requirement = _MODELS[section].model_fields[key].description or "valid"
+    return InvalidSettingError(f"{section}.{key}", f"must be {requirement}, got {error['input']!r}")
