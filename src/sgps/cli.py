@@ -137,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     subgoal.add_argument("--mixture", choices=("geometric", "arithmetic"), help="how π^SG mixes (default: geometric)")
     train_cmd.add_argument("--resume", action="store_true", help="continue the run in --out")
+    train_cmd.add_argument(
+        "--overwrite", action="store_true", help="replace the run files already in --out (default: refuse)"
+    )
     train_cmd.add_argument("--quiet", action="store_true", help="no progress bar")
     train_cmd.add_argument(
         "--threads", type=int, metavar="N",
@@ -369,6 +372,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         config_file=args.config,
         overrides=overrides,
         resume=args.resume,
+        overwrite=args.overwrite,
         quiet=args.quiet,
         threads=args.threads,
         max_batches=args.max_batches,

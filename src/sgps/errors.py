@@ -49,3 +49,7 @@ class ConfigError(SgpsError):
 
 class CheckpointError(SgpsError):
     """A checkpoint is missing, corrupted, or was saved from another architecture."""
+
+
+class RunLockedError(SgpsError):
+    """A run directory is being trained by another process."""

@@ -1,7 +1,9 @@
 """Atomic file writes: a reader never sees a half-written file.
 
 Every file the project produces (level sets, images, configs, checkpoints) is written
-to a temporary file in the target folder, flushed, and renamed over the target.
+to a temporary file in the target folder, flushed, and renamed over the target. The
+file gets the permissions a plainly created file would (0666 less the umask), not the
+private 0600 of the temporary file.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -30,3 +33,10 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write UTF-8 `text` to `path` atomically."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def current_umask() -> int:
+    """The process's file-creation mask (read by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -155,8 +155,8 @@ class Scheduler:
             command += ["--validation", str(self.files.validation)]
         if resume:
             command.append("--resume")
-        else:
-            command += ["--config", str(job.config), "--workers", str(self.concurrency.workers)]
+        else:  # no checkpoint yet: whatever an earlier start left behind holds nothing to keep
+            command += ["--config", str(job.config), "--workers", str(self.concurrency.workers), "--overwrite"]
         if self.max_batches is not None:
             command += ["--max-batches", str(self.max_batches)]
         return command

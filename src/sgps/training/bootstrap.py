@@ -332,6 +332,7 @@ class Bootstrap:
             "method": self.method.state_dict(),
             "rng": numpy_state(self.rng),
             "rows": self.run_dir.row_counts(),
+            "log_lines": self.run_dir.log_lines(),
         }
         buffer = io.BytesIO()
         torch.save(payload, buffer)
@@ -355,3 +356,5 @@ class Bootstrap:
         self.method.load_state_dict(payload["method"])
         restore_numpy_state(self.rng, payload["rng"])
         self.run_dir.truncate(payload["rows"])
+        if "log_lines" in payload:  # checkpoints written before the log was counted keep their log
+            self.run_dir.truncate_log(int(payload["log_lines"]))

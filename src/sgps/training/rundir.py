@@ -18,11 +18,16 @@ loses nor repeats rows.
 
 from __future__ import annotations
 
+import contextlib
 import csv
-from collections.abc import Mapping, Sequence
+import fcntl
+import os
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sgps.errors import RunLockedError
 from sgps.fileio import atomic_write_text
 
 SEARCH_COLUMNS = (
@@ -57,7 +62,7 @@ class RunDirectory:
         """Append rows (dicts keyed by the file's columns) to metrics/NAME.csv."""
         columns = self.columns[name]
         with open(self.metrics / f"{name}.csv", "a", newline="") as handle:
-            writer = csv.writer(handle)
+            writer = csv.writer(handle, lineterminator="\n")
             for row in rows:
                 writer.writerow([_cell(row[column]) for column in columns])
 
@@ -80,6 +85,58 @@ class RunDirectory:
     def log(self, message: str) -> None:
         with open(self.path / "log.txt", "a") as handle:
             handle.write(message + "\n")
+
+    def log_lines(self) -> int:
+        """Lines in log.txt (a checkpoint records them, so resuming can cut the log back too)."""
+        try:
+            return len((self.path / "log.txt").read_text().splitlines())
+        except FileNotFoundError:
+            return 0
+
+    def truncate_log(self, lines: int) -> None:
+        """Cut log.txt back to its first `lines` lines."""
+        file = self.path / "log.txt"
+        if file.exists():
+            atomic_write_text(file, "".join(file.read_text().splitlines(keepends=True)[:lines]))
+
+    def holds_a_run(self) -> bool:
+        """Whether the folder already holds run files (a config, metrics or checkpoints)."""
+        return any((self.path / name).exists() for name in ("config.toml", "metrics", "checkpoints", "log.txt"))
+
+    def clear(self) -> None:
+        """Delete the run files of the folder (config, metrics, checkpoints, log), nothing else."""
+        for name in ("metrics", "checkpoints"):
+            shutil.rmtree(self.path / name, ignore_errors=True)
+        for name in ("config.toml", "log.txt"):
+            (self.path / name).unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the folder's training lock, or raise `RunLockedError` naming the process that holds it.
+
+        An advisory `flock` on RUN/.lock: the system releases it when its holder ends, so
+        a lock left by a killed process is taken over without further ado.
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / ".lock", "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "another process"
+                raise RunLockedError(
+                    f"{self.path} is being trained by process {holder}; wait for it to finish"
+                ) from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(str(os.getpid()))
+            handle.flush()
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                handle.truncate()
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _cell(value: Any) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import importlib.metadata
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,19 +39,28 @@ def train(
     quiet: bool = False,
     threads: int | None = None,
     max_batches: int | None = None,
+    overwrite: bool = False,
 ) -> tuple[TrainConfig, LoopState]:
     """Train on the levels in `problems` into run directory `out` (or resume it).
 
+    A fresh run refuses a folder that already holds run files unless `overwrite` (which
+    deletes those files, and only those, once everything else has been checked). The
+    folder is locked while training: a second process on it fails at once.
     `threads`: torch threads of this process (default: `default_threads`);
     `max_batches`: stop after that many batches (after a checkpoint), to go on with `resume`.
     """
     if max_batches is not None and max_batches < 1:
         raise ConfigError("--max-batches must be at least 1")
+    if resume and overwrite:
+        raise ConfigError("--resume continues the run in --out and --overwrite replaces it: give one of them")
     if resume:
         config = resolve_config("paper", out / "config.toml")
     else:
-        if (out / "checkpoints" / "trainer.pt").exists():
-            raise ConfigError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
+        if RunDirectory(out).holds_a_run() and not overwrite:
+            raise ConfigError(
+                f"{out} already holds a run; pass --resume to continue it, --overwrite to replace it, "
+                "or choose another --out"
+            )
         config = resolve_config(preset, config_file, overrides)
     if domain and config.run.domain and domain != config.run.domain:
         raise ConfigError(f"--domain {domain} contradicts run.domain = {config.run.domain!r}")
@@ -72,6 +82,7 @@ def train(
     method = build_method(levels.domain, train_levels[0], config)
     run_dir = RunDirectory(out, method.report_columns)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(run_dir.lock())
         pool = None
         if workers > 1 and next(iter(method.model_weights().values())).device.type == "cpu":
             stack.enter_context(_one_thread_per_worker())
@@ -80,9 +91,20 @@ def train(
         if resume:
             bootstrap.resume()
         else:
+            if overwrite:
+                run_dir.clear()
             run_dir.create(config.as_dict())
+            run_dir.log(f"sgps {sgps_version()}")
         state = _run_with_progress(bootstrap, len(train_levels), quiet, max_batches)
     return config, state
+
+
+def sgps_version() -> str:
+    """The installed sgps version ("unknown" when run from a source tree that is not installed)."""
+    try:
+        return importlib.metadata.version("sgps")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def usable_cores() -> int:
