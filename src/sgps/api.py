@@ -220,7 +220,7 @@ def train(
     algorithm: str | None = None,
     validation: str | Path | None = None,
     config: str | Path | None = None,
-    preset: str = "cpu",
+    preset: str | None = None,
     seed: int | None = None,
     device: str | None = None,
     workers: int | None = None,

@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     train_cmd.add_argument("--algorithm", choices=ALGORITHMS, help="default: phs")
     train_cmd.add_argument("--validation", type=Path, help="validation levels (default: a split of --problems)")
     train_cmd.add_argument("--config", type=Path, help="TOML file with [run] [network] [learner] [bootstrap]")
-    train_cmd.add_argument("--preset", choices=("tiny", "cpu", "paper"), default="cpu", help="default: cpu")
+    train_cmd.add_argument("--preset", choices=("tiny", "cpu", "paper"), help="default: cpu")
     train_cmd.add_argument("--seed", type=int, help="run seed")
     train_cmd.add_argument("--device", choices=("cpu", "cuda", "auto"), help="default: auto")
     train_cmd.add_argument(

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from sgps.domains.base import Domain
-from sgps.errors import CheckpointError
+from sgps.errors import CheckpointError, ConfigError
 from sgps.fileio import atomic_write_bytes
 from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
@@ -130,6 +130,7 @@ class LoopState:
     previous_successes: int | None = None
     final_pass: bool = False
     finished: bool = False
+    stopped_by_limit: bool = False  # finished by an iteration, time or expansion limit, not by a stopping rule
     started: bool = False  # the initial (0 expansions, N outstanding) row is written
     seconds: float = 0.0
 
@@ -151,8 +152,14 @@ class Bootstrap:
         config: BootstrapConfig,
         run_dir: RunDirectory,
         pool: SearchPool | None = None,
+        fingerprint: Mapping[str, str] | None = None,
     ) -> None:
-        """`pool`: worker processes to search with; None searches in this process, in lockstep."""
+        """`pool`: worker processes to search with; None searches in this process, in lockstep.
+
+        `fingerprint`: what must not change when the run is resumed (the configuration
+        keys that shape the run and a digest of the problems), saved with every
+        checkpoint and compared by `resume`.
+        """
         if not train:
             raise ValueError("the training set is empty")
         self.domain = domain
@@ -162,6 +169,7 @@ class Bootstrap:
         self.pool = pool
         self.config = config
         self.run_dir = run_dir
+        self.fingerprint = dict(fingerprint or {})
         self.schedule = get_schedule(config.schedule)
         self.rng = np.random.default_rng(config.seed)
         self.state = LoopState(train_budget=config.initial_budget, validation_budget=config.initial_budget)
@@ -179,6 +187,9 @@ class Bootstrap:
             self.run_dir.append("outstanding", [{"iteration": 0, "batch": -1, "cumulative_expansions": 0,
                                                  "outstanding": len(self.train), "seconds": 0.0}])  # fmt: skip
             state.started = True
+        if state.finished and state.stopped_by_limit and self._limit_reached(started) is None:
+            state.finished = state.stopped_by_limit = False  # resumed with a raised limit: go on
+            self.run_dir.log("limits raised: continuing")
         batches_run = 0
         batches_per_pass = -(-len(self.train) // config.batch_size)
         while not state.finished:
@@ -190,8 +201,10 @@ class Bootstrap:
                     state.seconds = time.perf_counter() - started
                     self.checkpoint()
                     return state
-                if self._over_limits(started):
-                    state.finished = True
+                reason = self._limit_reached(started)
+                if reason is not None:
+                    self.run_dir.log(f"stopping: {reason} reached")
+                    state.finished = state.stopped_by_limit = True
                     break
                 self._train_batch(state.next_batch, started)
                 state.next_batch += 1
@@ -207,15 +220,16 @@ class Bootstrap:
             self.checkpoint()
         return state
 
-    def _over_limits(self, started: float) -> bool:
+    def _limit_reached(self, started: float) -> str | None:
+        """Which limit stops the run now, if any (iterations, wall-clock time, expansions)."""
         config = self.config
+        if self.state.iteration >= config.max_iterations:
+            return "iteration limit"
         if config.time_limit_minutes and time.perf_counter() - started >= 60 * config.time_limit_minutes:
-            self.run_dir.log("stopping: wall-clock limit reached")
-            return True
+            return "wall-clock limit"
         if config.max_expansions and self.state.cumulative_expansions >= config.max_expansions:
-            self.run_dir.log("stopping: expansion limit reached")
-            return True
-        return False
+            return "expansion limit"
+        return None
 
     def _train_batch(self, batch: int, started: float) -> None:
         state, config = self.state, self.config
@@ -262,18 +276,22 @@ class Bootstrap:
         if config.stop_when_all_solved and len(state.solved) == len(self.train):
             state.finished = True
             self.run_dir.log("every training problem is solved: stopping")
-        elif state.final_pass or state.iteration >= config.max_iterations:
+        elif state.final_pass:
             state.finished = True
-        elif reached and self.validation:
-            state.final_pass = True
-            self.run_dir.log("validation target reached: one more pass, then stop")
         else:
-            budgets = self.schedule(
-                Budgets(state.train_budget, state.validation_budget), outcome, config.initial_budget
-            )
-            cap = config.max_budget or None
-            state.train_budget = min(budgets.train, cap) if cap else budgets.train
-            state.validation_budget = min(budgets.validation, cap) if cap else budgets.validation
+            if reached and self.validation:
+                state.final_pass = True
+                self.run_dir.log("validation target reached: one more pass, then stop")
+            else:
+                budgets = self.schedule(
+                    Budgets(state.train_budget, state.validation_budget), outcome, config.initial_budget
+                )
+                cap = config.max_budget or None
+                state.train_budget = min(budgets.train, cap) if cap else budgets.train
+                state.validation_budget = min(budgets.validation, cap) if cap else budgets.validation
+            if state.iteration >= config.max_iterations:  # the next pass is ready; a raised limit resumes it
+                self.run_dir.log("stopping: iteration limit reached")
+                state.finished = state.stopped_by_limit = True
         state.previous_successes = state.pass_successes
         state.pass_successes = state.pass_success_expansions = 0
         state.next_batch = 0
@@ -333,6 +351,7 @@ class Bootstrap:
             "rng": numpy_state(self.rng),
             "rows": self.run_dir.row_counts(),
             "log_lines": self.run_dir.log_lines(),
+            "fingerprint": self.fingerprint,
         }
         buffer = io.BytesIO()
         torch.save(payload, buffer)
@@ -348,6 +367,7 @@ class Bootstrap:
             raise CheckpointError(f"{path}: no trainer checkpoint to resume from") from None
         except Exception as error:
             raise CheckpointError(f"{path}: not a readable trainer checkpoint ({error})") from None
+        self._check_fingerprint(dict(payload.get("fingerprint") or {}))
         loop = dict(payload["loop"])
         loop.setdefault("started", True)  # checkpoints written before the initial row existed
         loop["solved"] = set(loop["solved"])
@@ -358,3 +378,23 @@ class Bootstrap:
         self.run_dir.truncate(payload["rows"])
         if "log_lines" in payload:  # checkpoints written before the log was counted keep their log
             self.run_dir.truncate_log(int(payload["log_lines"]))
+
+    def _check_fingerprint(self, saved: dict[str, str]) -> None:
+        """Refuse to resume a run whose configuration or problems changed since it was checkpointed."""
+        if not saved or not self.fingerprint:
+            return  # a checkpoint from before fingerprints, or a caller that does not check
+        changed = sorted(key for key in saved.keys() | self.fingerprint.keys()
+                         if saved.get(key) != self.fingerprint.get(key))  # fmt: skip
+        problems = [key for key in changed if key.startswith("problems.")]
+        if problems:
+            raise ConfigError(
+                f"{self.run_dir.path}: the {' and '.join(k.removeprefix('problems.') for k in problems)} problems "
+                "differ from those the run was trained on; resume with the same --problems (and --validation)"
+            )
+        if changed:
+            details = ", ".join(f"{key} ({saved.get(key, 'absent')} -> {self.fingerprint.get(key, 'absent')})"
+                                for key in changed)  # fmt: skip
+            raise ConfigError(
+                f"{self.run_dir.path / 'config.toml'}: changed since the run started: {details}; "
+                "put the old values back, or start a new run"
+            )

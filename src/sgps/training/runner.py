@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import hashlib
 import importlib.metadata
 import os
 import time
@@ -17,10 +18,11 @@ from tqdm import tqdm
 
 from sgps.domains.levels import read_levels
 from sgps.errors import ConfigError
+from sgps.fileio import atomic_write_text
 from sgps.training.bootstrap import Bootstrap, LoopState
 from sgps.training.config import TrainConfig, resolve_config
 from sgps.training.pool import SearchPool
-from sgps.training.rundir import RunDirectory
+from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, split_problems
 from sgps.training.subgoal_view import SubgoalView, decode_subgoals
 from sgps.training.testing import TestSummary, run_test
@@ -32,7 +34,7 @@ def train(
     *,
     domain: str | None = None,
     validation: Path | None = None,
-    preset: str = "cpu",
+    preset: str | None = None,
     config_file: Path | None = None,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     resume: bool = False,
@@ -45,7 +47,10 @@ def train(
 
     A fresh run refuses a folder that already holds run files unless `overwrite` (which
     deletes those files, and only those, once everything else has been checked). The
-    folder is locked while training: a second process on it fails at once.
+    folder is locked while training: a second process on it fails at once. A resumed
+    run keeps its ``config.toml``: only the `RESUME_OVERRIDES` may be given (and are
+    written back), and a changed configuration or problem set is refused.
+    `preset`: ``cpu`` when None (fresh runs only).
     `threads`: torch threads of this process (default: `default_threads`);
     `max_batches`: stop after that many batches (after a checkpoint), to go on with `resume`.
     """
@@ -54,14 +59,14 @@ def train(
     if resume and overwrite:
         raise ConfigError("--resume continues the run in --out and --overwrite replaces it: give one of them")
     if resume:
-        config = resolve_config("paper", out / "config.toml")
+        config = _resumed_config(out, preset, config_file, overrides)
     else:
         if RunDirectory(out).holds_a_run() and not overwrite:
             raise ConfigError(
                 f"{out} already holds a run; pass --resume to continue it, --overwrite to replace it, "
                 "or choose another --out"
             )
-        config = resolve_config(preset, config_file, overrides)
+        config = resolve_config(preset or "cpu", config_file, overrides)
     if domain and config.run.domain and domain != config.run.domain:
         raise ConfigError(f"--domain {domain} contradicts run.domain = {config.run.domain!r}")
     levels = read_levels(problems, domain or config.run.domain or None)  # refuses files of another domain
@@ -87,9 +92,13 @@ def train(
         if workers > 1 and next(iter(method.model_weights().values())).device.type == "cpu":
             stack.enter_context(_one_thread_per_worker())
             pool = stack.enter_context(SearchPool(workers, levels.domain, train_levels[0], config))
-        bootstrap = Bootstrap(levels.domain, train_levels, validation_levels, method, config.bootstrap, run_dir, pool)
+        fingerprint = run_fingerprint(config, levels.domain, train_levels, validation_levels)
+        bootstrap = Bootstrap(levels.domain, train_levels, validation_levels, method, config.bootstrap, run_dir, pool,
+                              fingerprint)  # fmt: skip
         if resume:
             bootstrap.resume()
+            if overrides:
+                atomic_write_text(out / "config.toml", to_toml(config.as_dict()))
         else:
             if overwrite:
                 run_dir.clear()
@@ -97,6 +106,43 @@ def train(
             run_dir.log(f"sgps {sgps_version()}")
         state = _run_with_progress(bootstrap, len(train_levels), quiet, max_batches)
     return config, state
+
+
+#: The settings a resumed run may change (its limits and where it runs); everything else is the run's.
+RESUME_OVERRIDES = (
+    ("bootstrap", "max_iterations"), ("bootstrap", "time_limit_minutes"), ("bootstrap", "max_expansions"),
+    ("run", "workers"), ("run", "device"),
+)  # fmt: skip
+
+
+def _resumed_config(
+    out: Path, preset: str | None, config_file: Path | None, overrides: Mapping[str, Mapping[str, Any]] | None
+) -> TrainConfig:
+    """The run's own configuration, with the allowed overrides applied; other options are refused."""
+    if preset is not None or config_file is not None:
+        raise ConfigError("--preset and --config cannot be given with --resume: the run keeps its config.toml")
+    refused = [f"{section}.{key}" for section, entries in (overrides or {}).items() for key in entries
+               if (section, key) not in RESUME_OVERRIDES]  # fmt: skip
+    if refused:
+        allowed = ", ".join(f"{section}.{key}" for section, key in RESUME_OVERRIDES)
+        raise ConfigError(f"{', '.join(refused)} cannot change when a run is resumed (allowed: {allowed})")
+    return resolve_config("paper", out / "config.toml", overrides)
+
+
+def run_fingerprint(
+    config: TrainConfig, domain: Any, train: Sequence[Any], validation: Sequence[Any]
+) -> dict[str, str]:
+    """What a resumed run must share with its start: every setting but `RESUME_OVERRIDES`, and the problems."""
+    fingerprint = {
+        f"{section}.{key}": repr(value)
+        for section, entries in config.as_dict().items()
+        for key, value in entries.items()
+        if (section, key) not in RESUME_OVERRIDES
+    }
+    for name, levels in (("train", train), ("validation", validation)):
+        digest = hashlib.sha256(repr([domain.encode(level) for level in levels]).encode())
+        fingerprint[f"problems.{name}"] = digest.hexdigest()
+    return fingerprint
 
 
 def sgps_version() -> str:
