@@ -119,3 +119,133 @@ def test_a_run_stopped_by_a_limit_goes_on_when_resumed_with_a_higher_one(problem
         rows = [{k: v for k, v in row.items() if k != "seconds"} for row in RunDirectory(split).read(name)]
         expected = [{k: v for k, v in row.items() if k != "seconds"} for row in RunDirectory(whole).read(name)]
         assert rows == expected, name
+
+
+@pytest.fixture
+def finished_run(problems, tmp_path):
+    run = tmp_path / "finished"
+    assert train(problems, run) == 0
+    return run
+
+
+def damage_weights(path, change):
+    """Rewrite a safetensors checkpoint with `change(tensors)` applied, keeping its metadata (and checksum)."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    with safe_open(str(path), "pt") as handle:
+        metadata = handle.metadata()
+    tensors = load_file(str(path))
+    change(tensors)
+    save_file(tensors, str(path), metadata=metadata)
+
+
+def first_weight(tensors):
+    return next(name for name, tensor in sorted(tensors.items()) if tensor.is_floating_point() and tensor.numel())
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("nan", "holds NaN or infinite values"),
+        ("int64", "the network needs torch.float32"),
+        ("flipped", "do not match the checksum"),
+        ("fifo", "not a regular file"),
+        ("dev-zero", "not a regular file"),
+        ("huge", "more than a checkpoint of this run can hold"),
+    ],
+)
+def test_a_damaged_checkpoint_is_refused_in_one_line(finished_run, problems, capsys, damage, message):
+    import torch
+
+    best = finished_run / "checkpoints" / "best.safetensors"
+    if damage == "nan":
+        damage_weights(best, lambda t: t[first_weight(t)].view(-1).__setitem__(0, float("nan")))
+    elif damage == "int64":
+        damage_weights(best, lambda t: t.__setitem__(first_weight(t), t[first_weight(t)].to(torch.int64)))
+    elif damage == "flipped":
+        data = bytearray(best.read_bytes())
+        data[-5] ^= 0x40  # a byte of tensor data, past the header
+        best.write_bytes(bytes(data))
+    elif damage == "fifo":
+        best.unlink()
+        os.mkfifo(best)
+    elif damage == "dev-zero":
+        best.unlink()
+        best.symlink_to("/dev/zero")
+    else:
+        best.write_bytes(best.read_bytes() + bytes(8 << 20))
+    capsys.readouterr()
+    assert main(["test", str(finished_run), "--problems", str(problems)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and str(best) in error and message in error, error
+
+
+@pytest.mark.parametrize("damage", ["random", "extra-field", "dev-zero", "bad-ids"])
+def test_a_damaged_trainer_state_is_refused_without_torch_text(finished_run, problems, capsys, damage):
+    import io
+
+    import torch
+
+    trainer = finished_run / "checkpoints" / "trainer.pt"
+    before = (finished_run / "metrics" / "train.csv").read_bytes()
+    if damage == "random":
+        trainer.write_bytes(os.urandom(4096))
+    elif damage == "dev-zero":
+        trainer.unlink()
+        trainer.symlink_to("/dev/zero")
+    else:
+        payload = torch.load(trainer, weights_only=True)
+        if damage == "extra-field":
+            payload["loop"]["surprise"] = 1
+        else:
+            payload["loop"]["solved"] = [0, 10_000]
+        buffer = io.BytesIO()
+        torch.save(payload, buffer)
+        trainer.write_bytes(buffer.getvalue())
+    capsys.readouterr()
+    assert resume(problems, finished_run, "--max-iterations", "2") == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and str(trainer) in error and "weights_only" not in error, error
+    assert (finished_run / "metrics" / "train.csv").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("partial-last-line", None),  # a half-written row after the checkpoint: dropped, the batch runs again
+        ("carriage-returns", None),  # \r\n line ends lose no rows
+        ("lost-rows", "rows were lost"),
+        ("duplicated", "repeats an earlier row"),
+        ("foreign", "fields, not"),
+        ("emptied", "the header is not"),
+    ],
+)
+def test_metrics_are_repaired_by_a_rule_or_the_resume_is_refused(problems, tmp_path, capsys, damage, message):
+    run = tmp_path / "run"
+    assert train(problems, run, "--max-batches", "1") == 0
+    train_csv = run / "metrics" / "train.csv"
+    lines = train_csv.read_text().splitlines(keepends=True)
+    if damage == "partial-last-line":
+        train_csv.write_text("".join(lines) + "0,1,3,1,4")
+    elif damage == "carriage-returns":
+        train_csv.write_bytes("".join(lines).replace("\n", "\r\n").encode())
+    elif damage == "lost-rows":
+        train_csv.write_text("".join(lines[:-2]))
+    elif damage == "duplicated":
+        train_csv.write_text("".join([*lines[:2], lines[1], *lines[3:]]))
+    elif damage == "foreign":
+        train_csv.write_text("".join([*lines[:2], "7,7,7\n", *lines[3:]]))
+    else:
+        train_csv.write_text("")
+    damaged = train_csv.read_bytes()
+    capsys.readouterr()
+    status = resume(problems, run)
+    error = capsys.readouterr().err
+    if message is None:
+        assert status == 0, error
+        rows = RunDirectory(run).read("train")
+        assert len({(r["iteration"], r["batch"], r["problem"]) for r in rows}) == len(rows)
+    else:
+        assert status == 2 and message in error and str(train_csv) in error and error.count("\n") == 1, error
+        assert train_csv.read_bytes() == damaged  # nothing rewritten

@@ -1,15 +1,20 @@
 """Network checkpoints: safetensors files written atomically, checked on load.
 
 A checkpoint stores the network's tensors and, in the safetensors metadata, the
-network's architecture (its config as JSON). Loading refuses a file saved from
-another architecture, or a damaged file, with a `CheckpointError` naming the file
-and the problem; nothing is unpickled, so loading is safe.
+network's architecture (its config as JSON), the format version, the sgps version and
+a SHA-256 checksum of the tensors. Loading refuses, with a `CheckpointError` naming
+the file and the problem: anything but a regular file, a file larger than the network
+could need, a file saved from another architecture, tensors of another shape or data
+type, non-finite weights, and any byte changed since it was written. Nothing is
+unpickled, so loading is safe.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import stat
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -19,8 +24,15 @@ from safetensors.torch import load, save
 
 from sgps.errors import CheckpointError
 from sgps.fileio import atomic_write_bytes
+from sgps.version import sgps_version
 
 ARCHITECTURE_KEY = "sgps.architecture"
+CHECKSUM_KEY = "sgps.checksum"
+FORMAT_KEY = "sgps.format"
+VERSION_KEY = "sgps.version"
+FORMAT_VERSION = "1"
+#: Room for the safetensors header on top of the tensors' own bytes.
+HEADER_ALLOWANCE = 1 << 20
 
 
 class ConfiguredModule(Protocol):
@@ -40,38 +52,91 @@ def architecture(network: ConfiguredModule) -> str:
     return json.dumps({"class": type(network).__name__, **dataclasses.asdict(network.config)}, sort_keys=True)
 
 
+def checksum(tensors: dict[str, torch.Tensor]) -> str:
+    """SHA-256 over the tensors' names, data types, shapes and bytes, in name order."""
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        tensor = tensors[name].detach().cpu().contiguous()
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)};".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return digest.hexdigest()
+
+
 def save_checkpoint(path: str | Path, network: ConfiguredModule, metadata: dict[str, str] | None = None) -> None:
-    """Write `network`'s tensors and architecture to `path` (temporary file, then rename)."""
+    """Write `network`'s tensors, architecture and checksum to `path` (temporary file, then rename)."""
     tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in network.state_dict().items()}
-    data = save(tensors, metadata={**(metadata or {}), ARCHITECTURE_KEY: architecture(network)})
-    atomic_write_bytes(path, data)
+    described = {
+        **(metadata or {}),
+        ARCHITECTURE_KEY: architecture(network),
+        FORMAT_KEY: FORMAT_VERSION,
+        VERSION_KEY: sgps_version(),
+        CHECKSUM_KEY: checksum(tensors),
+    }
+    atomic_write_bytes(path, save(tensors, metadata=described))
 
 
 def load_checkpoint(path: str | Path, network: ConfiguredModule) -> dict[str, str]:
     """Load the tensors at `path` into `network`; return the checkpoint's metadata."""
     file = Path(path)
-    try:
-        data = file.read_bytes()
-    except FileNotFoundError:
-        raise CheckpointError(f"{file}: no such checkpoint file") from None
-    except OSError as error:
-        raise CheckpointError(f"{file}: cannot read the checkpoint ({error.strerror})") from None
+    expected = network.state_dict()
+    limit = sum(t.numel() * t.element_size() for t in expected.values()) + HEADER_ALLOWANCE
+    data = read_bounded(file, limit, "checkpoint")
     try:
         tensors = load(data)
         metadata = _metadata(data)
     except (SafetensorError, ValueError, json.JSONDecodeError) as error:
         raise CheckpointError(f"{file}: not a readable sgps checkpoint (corrupted or truncated: {error})") from None
     saved = metadata.get(ARCHITECTURE_KEY)
-    expected = architecture(network)
+    ours = architecture(network)
     if saved is None:
         raise CheckpointError(f"{file}: the checkpoint does not record its architecture; it was not written by sgps")
-    if saved != expected:
-        raise CheckpointError(f"{file}: saved from another architecture ({_difference(saved, expected)})")
+    if saved != ours:
+        raise CheckpointError(f"{file}: saved from another architecture ({_difference(saved, ours)})")
+    _check_tensors(file, tensors, expected)
+    if CHECKSUM_KEY in metadata and metadata[CHECKSUM_KEY] != checksum(tensors):
+        raise CheckpointError(f"{file}: damaged: its tensors do not match the checksum written with them")
     try:
         network.load_state_dict({name: tensor.to(_device(network)) for name, tensor in tensors.items()})
     except RuntimeError as error:
         raise CheckpointError(f"{file}: tensors do not fit the network ({error})") from None
     return metadata
+
+
+def read_bounded(file: Path, limit: int, what: str) -> bytes:
+    """The bytes of `file`, refusing anything but a regular file of at most `limit` bytes (no FIFO, no device)."""
+    try:
+        info = file.stat()
+    except FileNotFoundError:
+        raise CheckpointError(f"{file}: no such {what} file") from None
+    except OSError as error:
+        raise CheckpointError(f"{file}: cannot read the {what} ({error.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise CheckpointError(f"{file}: not a regular file; a {what} must be a plain file")
+    if info.st_size > limit:
+        raise CheckpointError(f"{file}: {info.st_size:,} bytes, more than a {what} of this run can hold ({limit:,})")
+    try:
+        with open(file, "rb") as handle:
+            return handle.read(limit + 1)
+    except OSError as error:
+        raise CheckpointError(f"{file}: cannot read the {what} ({error.strerror})") from None
+
+
+def _check_tensors(file: Path, tensors: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
+    """Names, shapes and data types as the network's, and finite floating-point values."""
+    missing, extra = sorted(expected.keys() - tensors.keys()), sorted(tensors.keys() - expected.keys())
+    if missing or extra:
+        raise CheckpointError(
+            f"{file}: tensors do not fit the network (missing: {missing[:3]}, unexpected: {extra[:3]})"
+        )
+    for name, tensor in tensors.items():
+        want = expected[name]
+        if tensor.dtype != want.dtype or tensor.shape != want.shape:
+            raise CheckpointError(
+                f"{file}: tensor {name} is {tensor.dtype} {tuple(tensor.shape)}, the network needs "
+                f"{want.dtype} {tuple(want.shape)}"
+            )
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{file}: tensor {name} holds NaN or infinite values; the training diverged")
 
 
 def _metadata(data: bytes) -> dict[str, str]:

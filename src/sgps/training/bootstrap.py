@@ -33,6 +33,7 @@ import torch
 from sgps.domains.base import Domain
 from sgps.errors import CheckpointError, ConfigError
 from sgps.fileio import atomic_write_bytes
+from sgps.models.checkpoint import read_bounded
 from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
 from sgps.search.engine import SearchResult
@@ -133,6 +134,10 @@ class LoopState:
     stopped_by_limit: bool = False  # finished by an iteration, time or expansion limit, not by a stopping rule
     started: bool = False  # the initial (0 expansions, N outstanding) row is written
     seconds: float = 0.0
+
+
+#: The largest trainer state accepted (optimisers and buffers of the largest networks fit well below).
+TRAINER_STATE_LIMIT = 4 << 30
 
 
 def is_better_validation(solved: int, total_length: int, best_solved: int, best_length: int) -> bool:
@@ -361,23 +366,42 @@ class Bootstrap:
     def resume(self) -> None:
         """Restore the state of the last checkpoint and cut the metrics back to it."""
         path = self.run_dir.checkpoints / "trainer.pt"
-        try:
-            payload = torch.load(path, weights_only=True)
-        except FileNotFoundError:
-            raise CheckpointError(f"{path}: no trainer checkpoint to resume from") from None
-        except Exception as error:
-            raise CheckpointError(f"{path}: not a readable trainer checkpoint ({error})") from None
+        if not path.exists() and not path.is_symlink():
+            raise CheckpointError(f"{path}: no trainer checkpoint to resume from")
+        data = read_bounded(path, TRAINER_STATE_LIMIT, "trainer checkpoint")
+        try:  # weights_only: plain data and tensors only, nothing is executed
+            payload = torch.load(io.BytesIO(data), weights_only=True)
+            if not isinstance(payload, dict) or not {"loop", "method", "rng", "rows"} <= payload.keys():
+                raise ValueError("missing entries")
+        except Exception:  # torch's own text suggests unsafe loading: never show it
+            raise CheckpointError(
+                f"{path}: not a readable trainer checkpoint (damaged, or not written by sgps); "
+                "start the run again with --overwrite"
+            ) from None
         self._check_fingerprint(dict(payload.get("fingerprint") or {}))
-        loop = dict(payload["loop"])
-        loop.setdefault("started", True)  # checkpoints written before the initial row existed
-        loop["solved"] = set(loop["solved"])
-        loop["validation_solved"] = set(loop["validation_solved"])
-        self.state = LoopState(**loop)
-        self.method.load_state_dict(payload["method"])
-        restore_numpy_state(self.rng, payload["rng"])
+        try:
+            loop = dict(payload["loop"])
+            loop.setdefault("started", True)  # checkpoints written before the initial row existed
+            loop["solved"] = set(loop["solved"])
+            loop["validation_solved"] = set(loop["validation_solved"])
+            state = LoopState(**loop)
+            self._check_ids(state)
+            self.method.load_state_dict(payload["method"])
+            restore_numpy_state(self.rng, payload["rng"])
+        except (TypeError, KeyError, ValueError, RuntimeError) as error:
+            raise CheckpointError(f"{path}: does not fit this run ({_first_line(error)})") from None
+        self.state = state
         self.run_dir.truncate(payload["rows"])
         if "log_lines" in payload:  # checkpoints written before the log was counted keep their log
             self.run_dir.truncate_log(int(payload["log_lines"]))
+
+    def _check_ids(self, state: LoopState) -> None:
+        """Problem ids and the pass order of a loaded state must belong to this run's problem sets."""
+        train, validation = range(len(self.train)), range(len(self.validation))
+        if not state.solved <= set(train) or not state.validation_solved <= set(validation):
+            raise ValueError("solved problem ids out of range")
+        if state.order and sorted(state.order) != list(train):
+            raise ValueError("the pass order is not an order of the training problems")
 
     def _check_fingerprint(self, saved: dict[str, str]) -> None:
         """Refuse to resume a run whose configuration or problems changed since it was checkpointed."""
@@ -398,3 +422,8 @@ class Bootstrap:
                 f"{self.run_dir.path / 'config.toml'}: changed since the run started: {details}; "
                 "put the old values back, or start a new run"
             )
+
+
+def _first_line(error: Exception) -> str:
+    """The first line of an error's text (library messages can run over many lines)."""
+    return (str(error).splitlines() or [type(error).__name__])[0][:200]

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sgps.errors import RunLockedError
+from sgps.errors import CheckpointError, RunLockedError
 from sgps.fileio import atomic_write_text
 
 SEARCH_COLUMNS = (
@@ -76,11 +76,46 @@ class RunDirectory:
             return list(csv.DictReader(handle))
 
     def truncate(self, counts: Mapping[str, int]) -> None:
-        """Cut every metrics file back to `counts` data rows (what the last checkpoint saw)."""
-        for name, count in counts.items():
-            file = self.metrics / f"{name}.csv"
-            lines = file.read_text().splitlines(keepends=True)
-            atomic_write_text(file, "".join(lines[: count + 1]))
+        """Cut every metrics file back to `counts` data rows (what the last checkpoint saw).
+
+        Rows after those (a batch the checkpoint did not see, or a half-written last
+        line) are dropped: the loop writes them again. Every file is checked before any
+        is rewritten; a file that lost rows, or holds duplicated, out-of-order or foreign
+        rows among the counted ones, raises `CheckpointError` naming the file and row.
+        """
+        kept = {name: self._checked_rows(name, count) for name, count in counts.items()}
+        for name, rows in kept.items():
+            text = "".join(",".join(_quoted(cell) for cell in row) + "\n" for row in [self.columns[name], *rows])
+            atomic_write_text(self.metrics / f"{name}.csv", text)
+
+    def _checked_rows(self, name: str, count: int) -> list[list[str]]:
+        """The first `count` data rows of metrics/NAME.csv, after checking them against the run's format."""
+        file = self.metrics / f"{name}.csv"
+        try:
+            with open(file, newline="", encoding="utf-8") as handle:
+                rows = list(csv.reader(handle))
+        except (OSError, UnicodeDecodeError, csv.Error) as error:
+            raise CheckpointError(f"{file}: unreadable metrics ({error})") from None
+        columns = list(self.columns.get(name, ()))
+        if not rows or rows[0] != columns:
+            raise CheckpointError(f"{file}: the header is not {','.join(columns)}; the metrics were damaged")
+        data = rows[1:]
+        if len(data) < count:
+            raise CheckpointError(
+                f"{file}: {len(data)} rows, but the checkpoint saw {count}; rows were lost, so the run cannot resume"
+            )
+        seen: set[tuple[str, ...]] = set()
+        previous = (-1, -2)
+        identity = 3 if "problem" in columns else 2  # (iteration, batch[, problem]) names a row
+        for number, row in enumerate(data[:count], start=2):
+            problem = _row_problem(row, len(columns), previous)
+            if problem is None and tuple(row[:identity]) in seen:
+                problem = "repeats an earlier row"
+            if problem is not None:
+                raise CheckpointError(f"{file}: row {number} {problem}; the metrics no longer match the checkpoint")
+            seen.add(tuple(row[:identity]))
+            previous = (int(row[0]), int(row[1]))
+        return data[:count]
 
     def log(self, message: str) -> None:
         with open(self.path / "log.txt", "a") as handle:
@@ -137,6 +172,26 @@ class RunDirectory:
                 handle.seek(0)
                 handle.truncate()
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _row_problem(row: list[str], width: int, previous: tuple[int, int]) -> str | None:
+    """What is wrong with one metrics row (None when nothing): its width, its integers, its order."""
+    if len(row) != width:
+        return f"has {len(row)} fields, not {width}"
+    try:
+        place = (int(row[0]), int(row[1]))
+    except ValueError:
+        return "does not start with an iteration and a batch number"
+    if place < previous:
+        return "comes before the row above it (iteration, batch)"
+    return None
+
+
+def _quoted(cell: str) -> str:
+    """A CSV cell as the csv module writes it (quoted only when needed)."""
+    if any(char in cell for char in ',"\n\r'):
+        return '"' + cell.replace('"', '""') + '"'
+    return cell
 
 
 def _cell(value: Any) -> str:

@@ -6,7 +6,6 @@ import contextlib
 import csv
 import dataclasses
 import hashlib
-import importlib.metadata
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -26,6 +25,7 @@ from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, split_problems
 from sgps.training.subgoal_view import SubgoalView, decode_subgoals
 from sgps.training.testing import TestSummary, run_test
+from sgps.version import sgps_version
 
 
 def train(
@@ -143,14 +143,6 @@ def run_fingerprint(
         digest = hashlib.sha256(repr([domain.encode(level) for level in levels]).encode())
         fingerprint[f"problems.{name}"] = digest.hexdigest()
     return fingerprint
-
-
-def sgps_version() -> str:
-    """The installed sgps version ("unknown" when run from a source tree that is not installed)."""
-    try:
-        return importlib.metadata.version("sgps")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def usable_cores() -> int:
