@@ -249,3 +249,22 @@ def test_metrics_are_repaired_by_a_rule_or_the_resume_is_refused(problems, tmp_p
     else:
         assert status == 2 and message in error and str(train_csv) in error and error.count("\n") == 1, error
         assert train_csv.read_bytes() == damaged  # nothing rewritten
+
+
+def test_a_run_config_with_missing_keys_is_named_not_filled_from_a_preset(finished_run, problems, capsys):
+    config = finished_run / "config.toml"
+    config.write_text("")
+    capsys.readouterr()
+    assert main(["test", str(finished_run), "--problems", str(problems)]) == 2
+    error = capsys.readouterr().err
+    assert f"{config}: the run's configuration is incomplete (missing run.domain" in error and error.count("\n") == 1
+
+
+def test_a_checkpoint_of_another_search_is_refused_even_with_the_same_architecture(problems, tmp_path, capsys):
+    run = tmp_path / "sg"
+    assert train(problems, run, "--algorithm", "phs-sg") == 0
+    config = run / "config.toml"
+    config.write_text(config.read_text().replace('algorithm = "phs-sg"', 'algorithm = "levin-sg"'))
+    capsys.readouterr()
+    assert main(["test", str(run), "--problems", str(problems)]) == 2
+    assert "saved with sgps.search = 'phs', but this run has 'levin'" in capsys.readouterr().err

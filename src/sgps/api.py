@@ -29,7 +29,7 @@ from sgps.errors import CheckpointError, ConfigError
 from sgps.search import SearchResult, make_algorithm, search, search_lockstep
 from sgps.search.costs import Algorithm
 from sgps.training import Method, RunDirectory, runner
-from sgps.training.config import TrainConfig, resolve_config
+from sgps.training.config import TrainConfig, load_run_config
 from sgps.training.runner import checkpoint_path
 from sgps.training.setup import FLAT_HEADS, build_method
 
@@ -204,7 +204,7 @@ def load(path: str | Path, *, checkpoint: str = "best", device: str | None = Non
         run, weights = given, checkpoint_path(given, checkpoint)
     if not (run / "config.toml").is_file():
         raise ConfigError(f"{run}: not a run directory (it has no config.toml)")
-    config = resolve_config("paper", run / "config.toml")
+    config = load_run_config(run / "config.toml")
     if device is not None:
         config = dataclasses.replace(config, run=dataclasses.replace(config.run, device=device))
     if not weights.is_file():

@@ -27,6 +27,7 @@ from sgps.fileio import atomic_write_bytes
 from sgps.version import sgps_version
 
 ARCHITECTURE_KEY = "sgps.architecture"
+SEARCH_KEY = "sgps.search"
 CHECKSUM_KEY = "sgps.checksum"
 FORMAT_KEY = "sgps.format"
 VERSION_KEY = "sgps.version"
@@ -75,11 +76,17 @@ def save_checkpoint(path: str | Path, network: ConfiguredModule, metadata: dict[
     atomic_write_bytes(path, save(tensors, metadata=described))
 
 
-def load_checkpoint(path: str | Path, network: ConfiguredModule) -> dict[str, str]:
-    """Load the tensors at `path` into `network`; return the checkpoint's metadata."""
+def load_checkpoint(
+    path: str | Path, network: ConfiguredModule, expected: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Load the tensors at `path` into `network`; return the checkpoint's metadata.
+
+    `expected`: metadata entries the file must agree with where it records them (e.g.
+    the search a run trained for, which the architecture alone does not tell apart).
+    """
     file = Path(path)
-    expected = network.state_dict()
-    limit = sum(t.numel() * t.element_size() for t in expected.values()) + HEADER_ALLOWANCE
+    state = network.state_dict()
+    limit = sum(t.numel() * t.element_size() for t in state.values()) + HEADER_ALLOWANCE
     data = read_bounded(file, limit, "checkpoint")
     try:
         tensors = load(data)
@@ -92,7 +99,10 @@ def load_checkpoint(path: str | Path, network: ConfiguredModule) -> dict[str, st
         raise CheckpointError(f"{file}: the checkpoint does not record its architecture; it was not written by sgps")
     if saved != ours:
         raise CheckpointError(f"{file}: saved from another architecture ({_difference(saved, ours)})")
-    _check_tensors(file, tensors, expected)
+    for key, value in (expected or {}).items():
+        if key in metadata and metadata[key] != value:
+            raise CheckpointError(f"{file}: saved with {key} = {metadata[key]!r}, but this run has {value!r}")
+    _check_tensors(file, tensors, state)
     if CHECKSUM_KEY in metadata and metadata[CHECKSUM_KEY] != checksum(tensors):
         raise CheckpointError(f"{file}: damaged: its tensors do not match the checksum written with them")
     try:

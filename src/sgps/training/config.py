@@ -156,6 +156,29 @@ def resolve_config(
     return TrainConfig(**sections)
 
 
+def load_run_config(file: Path, overrides: Mapping[str, Mapping[str, Any]] | None = None) -> TrainConfig:
+    """A run directory's own ``config.toml``, which must list every setting (a run writes it in full).
+
+    A key missing from it would otherwise take a preset's value without a word (an
+    emptied file would become the `paper` preset, and the error would then blame the
+    checkpoint); here it is an error naming the keys. `overrides`: see `resolve_config`.
+    """
+    document = read_toml(file)
+    missing = [
+        f"{section}.{field.name}"
+        for section, cls in SECTIONS.items()
+        for field in dataclasses.fields(cls)
+        if not isinstance(document.get(section), Mapping) or field.name not in document[section]
+    ]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise ConfigError(
+            f"{file}: the run's configuration is incomplete (missing {shown}); restore the file, "
+            "or add the keys with their values (docs/training.md lists the defaults)"
+        )
+    return resolve_config("paper", file, overrides)
+
+
 def read_toml(file: Path) -> dict[str, Any]:
     """A TOML file's document; a `ConfigError` when it is missing, not a regular file, not UTF-8 or not TOML."""
     if file.exists() and not file.is_file():

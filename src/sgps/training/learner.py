@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from sgps.domains.base import Domain
-from sgps.models.checkpoint import load_checkpoint, save_checkpoint
+from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
 from sgps.models.evaluator import NetworkEvaluator
 from sgps.models.flat import FlatNetwork
 from sgps.models.losses import heuristic_loss, levin_loss
@@ -121,10 +121,10 @@ class FlatMethod:
         self.learner.generator.set_state(state["generator"])
 
     def save_model(self, path: Path) -> None:
-        save_checkpoint(path, self.learner.network)
+        save_checkpoint(path, self.learner.network, {SEARCH_KEY: self.algorithm.name})
 
     def load_model(self, path: Path) -> None:
-        load_checkpoint(path, self.learner.network)
+        load_checkpoint(path, self.learner.network, {SEARCH_KEY: self.algorithm.name})
 
     def model_weights(self) -> dict[str, torch.Tensor]:
         return {name: tensor.detach().cpu() for name, tensor in self.learner.network.state_dict().items()}

@@ -19,7 +19,7 @@ from sgps.domains.levels import read_levels
 from sgps.errors import ConfigError
 from sgps.fileio import atomic_write_text
 from sgps.training.bootstrap import Bootstrap, LoopState
-from sgps.training.config import TrainConfig, resolve_config
+from sgps.training.config import TrainConfig, load_run_config, resolve_config
 from sgps.training.pool import SearchPool
 from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, split_problems
@@ -126,7 +126,7 @@ def _resumed_config(
     if refused:
         allowed = ", ".join(f"{section}.{key}" for section, key in RESUME_OVERRIDES)
         raise ConfigError(f"{', '.join(refused)} cannot change when a run is resumed (allowed: {allowed})")
-    return resolve_config("paper", out / "config.toml", overrides)
+    return load_run_config(out / "config.toml", overrides)
 
 
 def run_fingerprint(
@@ -198,7 +198,7 @@ def test(run: Path, problems: Path, *, budget: int = 4000, rounds: int = 1, chec
     """Test a run's model (best, last or a checkpoint path) with budget doubling over `rounds`."""
     if budget < 1 or rounds < 1:
         raise ConfigError("--budget and --rounds must be at least 1")
-    config = resolve_config("paper", run / "config.toml")
+    config = load_run_config(run / "config.toml")
     levels = read_levels(problems, config.run.domain)
     states = levels.states()
     method = build_method(levels.domain, states[0], config)
@@ -217,7 +217,7 @@ def test(run: Path, problems: Path, *, budget: int = 4000, rounds: int = 1, chec
 
 def subgoals(run: Path, problems: Path, *, index: int = 0, checkpoint: str = "best") -> SubgoalView:
     """The K subgoals a phs-sg / levin-sg run's generator proposes for level `index` of `problems`."""
-    config = resolve_config("paper", run / "config.toml")
+    config = load_run_config(run / "config.toml")
     if config.run.algorithm not in SUBGOAL_COSTS:
         raise ConfigError(f"{run} trained {config.run.algorithm}, which has no subgoal generator (phs-sg, levin-sg)")
     levels = read_levels(problems, config.run.domain)

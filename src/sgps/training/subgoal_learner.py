@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from sgps.domains.base import Domain
-from sgps.models.checkpoint import load_checkpoint, save_checkpoint
+from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
 from sgps.models.evaluator import SubgoalEvaluator
 from sgps.models.losses import levin_loss
 from sgps.models.subgoal import CONDITIONINGS, MIXTURES, SubgoalModel, SubgoalModelConfig
@@ -397,10 +397,10 @@ class SubgoalMethod:
         restore_numpy_state(self.rng, state["rng"])
 
     def save_model(self, path: Path) -> None:
-        save_checkpoint(path, self.model)
+        save_checkpoint(path, self.model, {SEARCH_KEY: self.algorithm.name})
 
     def load_model(self, path: Path) -> None:
-        load_checkpoint(path, self.model)
+        load_checkpoint(path, self.model, {SEARCH_KEY: self.algorithm.name})
 
     def model_weights(self) -> dict[str, torch.Tensor]:
         return {name: tensor.detach().cpu() for name, tensor in self.model.state_dict().items()}
