@@ -22,6 +22,7 @@ from sgps.domains.boxworld import EMPTY as BOXWORLD_EMPTY
 from sgps.domains.boxworld import GEM
 from sgps.errors import ConfigError
 from sgps.training.config import SECTIONS, resolve_config
+from sgps.training.rundir import to_toml
 from sgps.training.schema import RULES
 
 
@@ -266,7 +267,8 @@ def test_the_default_state_cap_fits_large_levels_in_memory():
 def test_a_fifo_is_refused_not_read(tmp_path, capsys, command):
     fifo = tmp_path / "levels.txt"
     os.mkfifo(fifo)
-    (tmp_path / "config.toml").write_text("[run]\ndomain = 'tsp'\n")  # `test` reads the run's config first
+    complete = resolve_config("tiny", overrides={"run": {"domain": "tsp"}}).as_dict()
+    (tmp_path / "config.toml").write_text(to_toml(complete))  # `test` reads the run's config first
     argv = {"show": ["show", str(fifo)], "solve": ["solve", str(fifo)],
             "test": ["test", str(tmp_path), "--problems", str(fifo)]}[command]  # fmt: skip
     status: list[int] = []

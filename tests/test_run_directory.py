@@ -268,3 +268,56 @@ def test_a_checkpoint_of_another_search_is_refused_even_with_the_same_architectu
     capsys.readouterr()
     assert main(["test", str(run), "--problems", str(problems)]) == 2
     assert "saved with sgps.search = 'phs', but this run has 'levin'" in capsys.readouterr().err
+
+
+def test_a_full_disk_stops_with_one_line_naming_the_file_and_resume_matches_an_uninterrupted_run(
+    problems, tmp_path, capsys, monkeypatch
+):
+    import errno
+
+    import sgps.fileio
+
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    real_fsync, calls = os.fsync, []
+
+    def counting(fd):
+        calls.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(sgps.fileio.os, "fsync", counting)
+    assert train(problems, whole, "--max-iterations", "2") == 0
+    writes, calls[:] = len(calls), []
+
+    def fsync_until_full(fd):
+        calls.append(fd)
+        if len(calls) == writes - 1:  # the last checkpoint: the run resumes from the one before
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(sgps.fileio.os, "fsync", fsync_until_full)
+    capsys.readouterr()
+    assert train(problems, broken, "--max-iterations", "2") == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"sgps: error: {broken}") and "No space left on device" in error
+    assert error.count("\n") == 1 and "error::" not in error and ".tmp" not in error
+    monkeypatch.setattr(sgps.fileio.os, "fsync", real_fsync)
+    assert resume(problems, broken) == 0
+    for name in ("train", "validate", "outstanding"):
+        rows = [{k: v for k, v in row.items() if k != "seconds"} for row in RunDirectory(broken).read(name)]
+        expected = [{k: v for k, v in row.items() if k != "seconds"} for row in RunDirectory(whole).read(name)]
+        assert rows == expected, name
+
+
+def test_a_folder_in_place_of_a_checkpoint_is_named(tmp_path, capsys):
+    domain = get_domain("tsp")
+    problems = tmp_path / "forty.txt"  # several batches per pass, so the run stops mid-pass
+    write_levels(problems, domain, [domain.generate(seed) for seed in range(40)])
+    run = tmp_path / "run"
+    assert train(problems, run, "--max-batches", "1") == 0
+    latest = run / "checkpoints" / "latest.safetensors"
+    latest.unlink()
+    latest.mkdir()
+    capsys.readouterr()
+    assert resume(problems, run) == 2
+    error = capsys.readouterr().err
+    assert f"{latest}: a folder stands where the file should be written" in error and ".tmp" not in error

@@ -207,8 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sgps: error: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        where = f" {error.filename}" if error.filename else ""
-        print(f"sgps: error:{where}: {error.strerror or error}", file=sys.stderr)
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"sgps: error: {where}{error.strerror or error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("sgps: interrupted", file=sys.stderr)

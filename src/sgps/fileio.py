@@ -8,6 +8,7 @@ private 0600 of the temporary file.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -17,6 +18,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write `data` to `path` atomically, creating parent folders as needed."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "a folder stands where the file should be written", str(target))
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -25,6 +28,9 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, target)
+    except OSError as error:  # name the file the user knows, not the temporary one
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(error.errno, f"cannot write it ({error.strerror or error})", str(target)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
