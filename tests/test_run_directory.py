@@ -181,7 +181,7 @@ def test_a_damaged_checkpoint_is_refused_in_one_line(finished_run, problems, cap
     assert error.count("\n") == 1 and str(best) in error and message in error, error
 
 
-@pytest.mark.parametrize("damage", ["random", "extra-field", "dev-zero", "bad-ids"])
+@pytest.mark.parametrize("damage", ["random", "extra-field", "dev-zero", "bad-ids", "nan-weights"])
 def test_a_damaged_trainer_state_is_refused_without_torch_text(finished_run, problems, capsys, damage):
     import io
 
@@ -198,8 +198,11 @@ def test_a_damaged_trainer_state_is_refused_without_torch_text(finished_run, pro
         payload = torch.load(trainer, weights_only=True)
         if damage == "extra-field":
             payload["loop"]["surprise"] = 1
-        else:
+        elif damage == "bad-ids":
             payload["loop"]["solved"] = [0, 10_000]
+        else:
+            weights = next(t for t in payload["method"]["network"].values() if t.is_floating_point())
+            weights.view(-1)[0] = float("inf")
         buffer = io.BytesIO()
         torch.save(payload, buffer)
         trainer.write_bytes(buffer.getvalue())
@@ -321,3 +324,23 @@ def test_a_folder_in_place_of_a_checkpoint_is_named(tmp_path, capsys):
     assert resume(problems, run) == 2
     error = capsys.readouterr().err
     assert f"{latest}: a folder stands where the file should be written" in error and ".tmp" not in error
+
+
+class _Planted:
+    """A pickle payload that would create a file if it were ever executed."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def __reduce__(self):
+        return (open, (self.target, "w"))
+
+
+def test_a_malicious_trainer_state_executes_nothing(finished_run, problems, tmp_path, capsys):
+    import pickle
+
+    planted = tmp_path / "planted.txt"
+    (finished_run / "checkpoints" / "trainer.pt").write_bytes(pickle.dumps({"loop": _Planted(str(planted))}))
+    capsys.readouterr()
+    assert resume(problems, finished_run, "--max-iterations", "2") == 2
+    assert not planted.exists() and "not a readable trainer checkpoint" in capsys.readouterr().err

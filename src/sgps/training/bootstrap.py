@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -370,7 +371,9 @@ class Bootstrap:
             raise CheckpointError(f"{path}: no trainer checkpoint to resume from")
         data = read_bounded(path, TRAINER_STATE_LIMIT, "trainer checkpoint")
         try:  # weights_only: plain data and tensors only, nothing is executed
-            payload = torch.load(io.BytesIO(data), weights_only=True)
+            with warnings.catch_warnings():  # torch's warnings about foreign files are not for users
+                warnings.simplefilter("ignore")
+                payload = torch.load(io.BytesIO(data), weights_only=True)
             if not isinstance(payload, dict) or not {"loop", "method", "rng", "rows"} <= payload.keys():
                 raise ValueError("missing entries")
         except Exception:  # torch's own text suggests unsafe loading: never show it
@@ -386,6 +389,8 @@ class Bootstrap:
             loop["validation_solved"] = set(loop["validation_solved"])
             state = LoopState(**loop)
             self._check_ids(state)
+            if not _all_finite(payload["method"]):
+                raise ValueError("the model or optimiser state holds NaN or infinite values")
             self.method.load_state_dict(payload["method"])
             restore_numpy_state(self.rng, payload["rng"])
         except (TypeError, KeyError, ValueError, RuntimeError) as error:
@@ -422,6 +427,17 @@ class Bootstrap:
                 f"{self.run_dir.path / 'config.toml'}: changed since the run started: {details}; "
                 "put the old values back, or start a new run"
             )
+
+
+def _all_finite(value: Any) -> bool:
+    """Whether every floating-point tensor in a nested state (dicts, lists, tensors) is finite."""
+    if isinstance(value, torch.Tensor):
+        return not value.is_floating_point() or bool(torch.isfinite(value).all())
+    if isinstance(value, dict):
+        return all(_all_finite(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return all(_all_finite(item) for item in value)
+    return True
 
 
 def _first_line(error: Exception) -> str:
