@@ -26,12 +26,12 @@ from typing import Any
 from sgps.domains import Level, get_domain, read_levels
 from sgps.domains.animation import write_gif
 from sgps.errors import CheckpointError, ConfigError
-from sgps.search import SearchResult, make_algorithm, search, search_lockstep
+from sgps.search import SearchResult, search, search_lockstep
 from sgps.search.costs import Algorithm
 from sgps.training import Method, RunDirectory, runner
 from sgps.training.config import TrainConfig, load_run_config
 from sgps.training.runner import checkpoint_path
-from sgps.training.setup import FLAT_HEADS, build_method
+from sgps.training.setup import FLAT_HEADS, build_method, search_algorithm
 
 
 @dataclass(frozen=True)
@@ -166,8 +166,7 @@ class Searcher:
     def _algorithm(self, name: str) -> Algorithm:
         """The algorithm called `name`, if the run's network has the heads it needs."""
         try:
-            search = self.config.search
-            algorithm = make_algorithm(name, plus_one=search.levin_plus_one, duplicates=search.duplicates)
+            algorithm = search_algorithm(name, self.config)
         except ValueError as error:
             raise ConfigError(str(error)) from None
         policy, heuristic = FLAT_HEADS.get(self.algorithm, (True, True))

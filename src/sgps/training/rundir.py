@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import fcntl
+import io
 import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
@@ -85,8 +86,9 @@ class RunDirectory:
         """
         kept = {name: self._checked_rows(name, count) for name, count in counts.items()}
         for name, rows in kept.items():
-            text = "".join(",".join(_quoted(cell) for cell in row) + "\n" for row in [self.columns[name], *rows])
-            atomic_write_text(self.metrics / f"{name}.csv", text)
+            text = io.StringIO()
+            csv.writer(text, lineterminator="\n").writerows([self.columns[name], *rows])
+            atomic_write_text(self.metrics / f"{name}.csv", text.getvalue())
 
     def _checked_rows(self, name: str, count: int) -> list[list[str]]:
         """The first `count` data rows of metrics/NAME.csv, after checking them against the run's format."""
@@ -185,13 +187,6 @@ def _row_problem(row: list[str], width: int, previous: tuple[int, int]) -> str |
     if place < previous:
         return "comes before the row above it (iteration, batch)"
     return None
-
-
-def _quoted(cell: str) -> str:
-    """A CSV cell as the csv module writes it (quoted only when needed)."""
-    if any(char in cell for char in ',"\n\r'):
-        return '"' + cell.replace('"', '""') + '"'
-    return cell
 
 
 def _cell(value: Any) -> str:
