@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from sgps.cli import main
+from sgps.cli import DEMO_CONFIG, main
 from sgps.domains import read_levels
+from sgps.experiments import read_plan
 
 
 def test_generate_show_solve(tmp_path, capsys):
@@ -59,15 +60,51 @@ def test_solve_reports_the_state_cap(tmp_path, capsys):
     assert "not solved: state cap reached" in capsys.readouterr().out
 
 
-def test_demo_writes_levels_and_pictures(tmp_path, capsys):
-    assert main(["demo", "--out", str(tmp_path), "--count", "2"]) == 0
+TINY_COMPARISON = """
+[compare]
+domain = "tsp"
+algorithms = ["phs-sg", "phs"]
+seeds = [0]
+preset = "tiny"
+
+[problems.train]
+variant = "standard"
+seed = 0
+count = 20
+validation = 4
+
+[tests.test]
+variant = "standard"
+seed = 9000
+count = 4
+budget = 500
+
+[train.bootstrap]
+max_iterations = 1
+initial_budget = 250
+"""
+
+
+def test_demo_draws_levels_then_runs_and_summarises_a_comparison(tmp_path, capsys):
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY_COMPARISON)
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--count", "2", "--config", str(config)]) == 0
     for name in ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash"):
-        assert len(read_levels(tmp_path / f"{name}.txt")) == 2
-        assert (tmp_path / f"{name}-solution.png").stat().st_size > 100
+        assert len(read_levels(tmp_path / "demo" / f"{name}.txt")) == 2
+        assert (tmp_path / "demo" / f"{name}-solution.png").stat().st_size > 100
     out = capsys.readouterr().out
     assert "solved optimally" in out
-    assert "PHS* with the trained network" in out
-    assert (tmp_path / "tsp-phs" / "checkpoints" / "best.safetensors").exists()
+    folder = tmp_path / "demo" / "compare"
+    assert (folder / "curves.png").stat().st_size > 1000
+    assert f"learning curves: {folder / 'curves.png'}" in out
+    table = out[out.index("\nalgorithm ") + 1 :].splitlines()
+    assert table[1].startswith("PHS*(π^SG)") and table[2].startswith("PHS*(π)")
+    assert " of 16 " in table[1] and "of 4" in table[1]  # 20 problems, 4 held out; 4 test problems
+
+
+def test_the_packaged_demo_comparison_is_a_valid_config():
+    plan = read_plan(DEMO_CONFIG)
+    assert plan.variants == ("phs-sg", "phs") and plan.domain == "tsp"
 
 
 @pytest.mark.parametrize(

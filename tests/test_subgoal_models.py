@@ -154,3 +154,28 @@ def test_both_variants_give_one_policy_per_code_consistent_with_single_code_cond
             torch.testing.assert_close(single, log_low[:, k], atol=1e-5, rtol=1e-5)
         log_policy, _ = model(states, 0.25)
     torch.testing.assert_close(log_policy.exp().sum(1), torch.ones(3))
+
+
+@pytest.mark.parametrize("mixture", ["geometric", "arithmetic"])
+@pytest.mark.parametrize("conditioning", ["code-vector", "decoded-state"])
+def test_the_evaluation_path_equals_one_module_call_per_state_and_code(conditioning, mixture):
+    """The search's batched evaluation (shared features, split first MLP layer, K codes at once)
+    against the plain path: π_hi and π_low called on every (state, code) pair separately."""
+    torch.manual_seed(3)
+    model = SubgoalModel(tiny_config(conditioning, codebook_size=5)).eval()
+    states = one_hot_states(7, 11)
+    with torch.no_grad():
+        for parameter in model.parameters():  # random weights on every scale, biases included
+            parameter.copy_(torch.randn_like(parameter) * 0.3)
+        model.vqvae.codebook.vectors.copy_(torch.randn_like(model.vqvae.codebook.vectors))
+        log_policy, heuristic = model(states, 0.5, mixture)
+        high, low = [], []
+        for k in range(5):
+            codes = torch.full((7,), k)
+            high.append(model.conditioned_on_codes(model.high, states, codes).squeeze(1))
+            low.append(torch.log_softmax(model.conditioned_on_codes(model.low, states, codes), 1))
+        logits, plain_heuristic = model.unconditional(states)
+        plain = mix(torch.log_softmax(torch.stack(high, 1), 1), torch.stack(low, 1),
+                    torch.log_softmax(logits, 1), 0.5, mixture)  # fmt: skip
+    torch.testing.assert_close(log_policy, plain, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(heuristic, plain_heuristic, atol=1e-5, rtol=1e-5)

@@ -27,12 +27,13 @@ from sgps.domains.render import write_png
 from sgps.domains.solver import default_state_cap
 from sgps.errors import ConfigError, SgpsError
 from sgps.experiments import compare, write_report
+from sgps.experiments.summary import terminal_summary
 from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
 from sgps.training import runner
 from sgps.training.schema import ALGORITHMS
-from sgps.training.testing import run_test
 
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
+DEMO_CONFIG = Path(__file__).parent / "experiments" / "configs" / "demo.toml"
 MAX_LEVELS = 1_000_000  # levels one `generate` or `demo` writes
 MAX_CELL = 256  # pixels per cell of a picture
 MAX_PIXELS = 2**26  # pixels of a picture (64 megapixels, 192 MiB of RGB)
@@ -181,11 +182,19 @@ def build_parser() -> argparse.ArgumentParser:
     report_cmd = commands.add_parser("report", help="tables and learning curves of a comparison folder")
     report_cmd.add_argument("dir", type=Path, metavar="DIR", help="the folder `sgps compare` wrote")
 
-    demo = commands.add_parser("demo", help="generate, solve and draw a few levels of each domain")
+    demo = commands.add_parser(
+        "demo", help="draw solved levels of each domain, then compare PHS*(pi^SG) with PHS*(pi) on hard TSP"
+    )
     demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output folder (default: runs/demo)")
     demo.add_argument("--seed", type=int, default=0, help="seed of the first level (default: 0)")
     demo.add_argument("--count", type=int, default=3, help="levels per domain (default: 3)")
-    demo.add_argument("--no-train", dest="train", action="store_false", help="skip the short PHS* training run on TSP")
+    demo.add_argument(
+        "--config",
+        type=Path,
+        default=DEMO_CONFIG,
+        help="the comparison to run (default: PHS*(pi^SG) against PHS*(pi) on hard TSP, about 5 min)",
+    )
+    demo.add_argument("--no-train", dest="train", action="store_false", help="skip the comparison")
     return parser
 
 
@@ -424,7 +433,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Generate a few levels of each domain, solve the first exactly, draw its solution; train PHS* on TSP."""
+    """Generate a few levels of each domain, solve the first exactly, draw its solution; then a small comparison."""
     _check_range("--count", args.count, 1, MAX_LEVELS)
     _check_range("--seed", args.seed, 0)
     out: Path = args.out
@@ -448,36 +457,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"{result.length} moves ({result.seconds:.2f} s); picture -> {picture}"
         )
     if args.train:
-        _demo_training(out, args.seed)
+        _demo_comparison(out, args.config)
     return 0
 
 
-def _demo_training(out: Path, seed: int) -> None:
-    """Train PHS*(π) on 200 generated TSP levels (cpu preset, 3 passes) and test it on 50 others."""
-    domain = get_domain("tsp")
-    params = resolve_params(domain, "standard")
-    train_file, test_file = out / "tsp-train.txt", out / "tsp-test.txt"
-    write_levels(train_file, domain, generate_levels(domain, params, seed, 200), variant="standard", seed=seed,
-                 params=params)  # fmt: skip
-    test_seed = seed + 100_000
-    write_levels(test_file, domain, generate_levels(domain, params, test_seed, 50), variant="standard",
-                 seed=test_seed, params=params)  # fmt: skip
-    run = out / "tsp-phs"
-    suffix = 1
-    while run.exists():
-        suffix += 1
-        run = out / f"tsp-phs-{suffix}"
-    print(f"training PHS*(pi) on {train_file} (cpu preset, 3 passes) -> {run}")
-    # Its searches take milliseconds, so worker processes would cost more than they save.
-    overrides = {"run": {"workers": 1}, "bootstrap": {"seed": seed, "max_iterations": 3}}
-    _, state = runner.train(train_file, run, preset="cpu", overrides=overrides)
-    print(f"  {state.iteration} passes, {state.cumulative_expansions:,} expansions, {state.seconds:.0f} s")
-    tests = read_levels(test_file).states()
-    untrained = run_test(domain, tests, make_algorithm("phs"), UniformPolicy(domain), budget=2000)
-    trained = runner.test(run, test_file, budget=2000)
-    print(f"test on {test_file} (budget 2000):")
-    print(f"  PHS* with a uniform policy, no heuristic | {untrained.table_row()}")
-    print(f"  PHS* with the trained network            | {trained.table_row()}")
+def _demo_comparison(out: Path, config: Path) -> None:
+    """Run the comparison `config` (default: PHS*(π^SG) against PHS*(π) on hard TSP) and print its table."""
+    folder = out / "compare"
+    print(f"comparing the algorithms of {config} -> {folder} (again on the same folder: finished runs are kept)")
+    outcome = compare(config, folder)
+    failure = outcome.failure()
+    if failure is not None:
+        raise SgpsError(failure)
+    report = write_report(folder)
+    print()
+    print(terminal_summary(folder))
+    print(f"\nreport: {report}; learning curves: {folder / 'curves.png'}")
 
 
 def film_strip(domain: Any, trajectory: Sequence[Any], frames: int = 6, cell: int = 12) -> np.ndarray:

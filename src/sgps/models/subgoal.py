@@ -80,11 +80,18 @@ class CodeConditioned(nn.Module):
         return self.mlp(torch.cat([self.features(states), code_vectors], dim=1))
 
     def for_every_code(self, states: torch.Tensor, codebook: torch.Tensor) -> torch.Tensor:
-        """Outputs [B, K, out] for every code vector of `codebook` [K, D], one trunk pass per state."""
+        """Outputs [B, K, out] for every code vector of `codebook` [K, D], one trunk pass per state.
+
+        Equal to `forward` on every (state, code) pair, but the MLP's first layer is split:
+        W·[f; e] + b = W_f·f + (W_e·e + b), so the large feature part runs once per state
+        and the code part once per code, instead of once per pair (K times less work there).
+        """
         features = self.features(states)
-        batch, k = features.shape[0], codebook.shape[0]
-        joined = torch.cat([features.unsqueeze(1).expand(batch, k, -1), codebook.unsqueeze(0).expand(batch, k, -1)], 2)
-        return self.mlp(joined)
+        first = self.mlp[0]
+        width = features.shape[1]
+        per_state = features @ first.weight[:, :width].T  # [B, H]
+        per_code = torch.addmm(first.bias, codebook, first.weight[:, width:].T)  # [K, H]
+        return self.mlp[1:](per_state.unsqueeze(1) + per_code.unsqueeze(0))
 
 
 class StateConditioned(nn.Module):
