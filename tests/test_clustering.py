@@ -9,7 +9,7 @@ import pytest
 
 from sgps.domains import get_domain
 from sgps.search import UniformPolicy, make_algorithm, search
-from sgps.training.clustering import (
+from sgps.training.methods.subgoal.clustering import (
     ClusterLevel,
     WeightedGraph,
     aggregate,
@@ -18,7 +18,7 @@ from sgps.training.clustering import (
     louvain_phase,
     star_groups,
 )
-from sgps.training.subgoal_samples import LengthBuffer, sample_tree_pairs, segment_bounds
+from sgps.training.methods.subgoal.samples import LengthBuffer, sample_tree_pairs, segment_bounds
 
 
 def two_cliques(size: int = 6) -> np.ndarray:

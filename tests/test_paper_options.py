@@ -20,10 +20,10 @@ from sgps.errors import ConfigError
 from sgps.search import make_algorithm, search, search_lockstep
 from sgps.search.engine import SearchResult
 from sgps.training.config import resolve_config
-from sgps.training.samples import levin_weight, solution_samples
+from sgps.training.methods.flat.samples import levin_weight, solution_samples
+from sgps.training.methods.subgoal.learner import SgpsDeprecationWarning, SubgoalSettings
+from sgps.training.methods.subgoal.samples import collect_samples
 from sgps.training.setup import build_flat_method, build_subgoal_method
-from sgps.training.subgoal_learner import SgpsDeprecationWarning, SubgoalSettings
-from sgps.training.subgoal_samples import collect_samples
 
 
 def tiny_subgoal_method(domain, example, **subgoal):

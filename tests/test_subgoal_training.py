@@ -14,8 +14,8 @@ from sgps.models.losses import levin_loss
 from sgps.search import search_lockstep
 from sgps.training import Bootstrap, BootstrapConfig, RunDirectory, runner
 from sgps.training.config import resolve_config
+from sgps.training.methods.subgoal.samples import collect_samples
 from sgps.training.setup import build_subgoal_method
-from sgps.training.subgoal_samples import collect_samples
 
 
 def tiny_method(domain, example, **subgoal):

@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -42,9 +42,6 @@ from sgps.search.evaluators import Evaluator
 from sgps.training.budget import Budgets, PassOutcome, get_schedule
 from sgps.training.randomness import numpy_state, restore_numpy_state
 from sgps.training.rundir import RunDirectory
-
-if TYPE_CHECKING:
-    from sgps.training.pool import SearchPool
 
 
 class Method(Protocol):
@@ -85,6 +82,19 @@ class Method(Protocol):
     def load_model_weights(self, weights: dict[str, torch.Tensor]) -> None:
         """Replace the model's weights with `model_weights()` of a method of the same configuration."""
         ...
+
+
+class BatchSearcher(Protocol):
+    """Searches a batch elsewhere than in this process (`sgps.training.pool.SearchPool`: worker processes).
+
+    It holds its own copies of the method's model and is sent the current weights with
+    every batch; the results come back in the order of `levels`.
+    """
+
+    def search(
+        self, weights: dict[str, torch.Tensor], levels: Sequence[Any], *, budget: int, epsilon: float,
+        record_graph: bool,
+    ) -> list[SearchResult]: ...  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -157,10 +167,10 @@ class Bootstrap:
         method: Method,
         config: BootstrapConfig,
         run_dir: RunDirectory,
-        pool: SearchPool | None = None,
+        pool: BatchSearcher | None = None,
         fingerprint: Mapping[str, str] | None = None,
     ) -> None:
-        """`pool`: worker processes to search with; None searches in this process, in lockstep.
+        """`pool`: where to search (worker processes); None searches in this process, in lockstep.
 
         `fingerprint`: what must not change when the run is resumed (the configuration
         keys that shape the run and a digest of the problems), saved with every

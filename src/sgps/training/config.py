@@ -22,9 +22,9 @@ from typing import Any
 
 from sgps.errors import ConfigError
 from sgps.training.bootstrap import BootstrapConfig
-from sgps.training.learner import LearnerConfig
+from sgps.training.methods.flat.learner import LearnerConfig
+from sgps.training.methods.subgoal.learner import SubgoalSettings
 from sgps.training.schema import InvalidSettingError, validate_section
-from sgps.training.subgoal_learner import SubgoalSettings
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ from sgps.errors import ConfigError
 from sgps.fileio import atomic_write_text
 from sgps.training.bootstrap import Bootstrap, LoopState
 from sgps.training.config import TrainConfig, load_run_config, resolve_config
+from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
 from sgps.training.pool import SearchPool
 from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, split_problems
-from sgps.training.subgoal_view import SubgoalView, decode_subgoals
 from sgps.training.testing import TestSummary, run_test
 from sgps.version import sgps_version
 

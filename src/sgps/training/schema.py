@@ -35,10 +35,10 @@ from sgps.models.subgoal import CONDITIONINGS, MIXTURES
 from sgps.models.vqvae import CODEBOOKS
 from sgps.search.costs import DUPLICATE_RULES
 from sgps.training.budget import SCHEDULES
-from sgps.training.clustering import HIERARCHIES
-from sgps.training.samples import LOSSES
-from sgps.training.subgoal_learner import current_spelling
-from sgps.training.subgoal_samples import SEGMENTATIONS, SUBGOAL_TARGETS
+from sgps.training.methods.flat.samples import LOSSES
+from sgps.training.methods.subgoal.clustering import HIERARCHIES
+from sgps.training.methods.subgoal.learner import current_spelling
+from sgps.training.methods.subgoal.samples import SEGMENTATIONS, SUBGOAL_TARGETS
 
 #: Caps on network sizes: far above any useful value, low enough to fail here, not in the allocator.
 MAX_WIDTH = 4096  # channels, hidden units, code dimension

@@ -1,8 +1,8 @@
-"""Building a run's pieces from its configuration: device, network, method, problem split."""
+"""Building a run's pieces from its configuration: device, the method (`METHODS`), problem split."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,8 +15,8 @@ from sgps.models.subgoal import SubgoalModel
 from sgps.search.costs import Algorithm, make_algorithm
 from sgps.training.bootstrap import Method
 from sgps.training.config import TrainConfig
-from sgps.training.learner import FlatLearner, FlatMethod
-from sgps.training.subgoal_learner import SubgoalLearner, SubgoalMethod
+from sgps.training.methods.flat.learner import FlatLearner, FlatMethod
+from sgps.training.methods.subgoal.learner import SubgoalLearner, SubgoalMethod
 
 #: The flat algorithms and the heads their network needs.
 FLAT_HEADS = {"phs": (True, True), "levin": (True, False), "wastar": (False, True)}
@@ -36,10 +36,11 @@ def pick_device(name: str) -> torch.device:
 
 
 def build_method(domain: Domain[Any], example: Any, config: TrainConfig) -> Method:
-    """The method `config.run.algorithm` names, its networks seeded with the run seed."""
-    if config.run.algorithm in SUBGOAL_COSTS:
-        return build_subgoal_method(domain, example, config)
-    return build_flat_method(domain, example, config)
+    """The method `config.run.algorithm` names (`METHODS`), its networks seeded with the run seed."""
+    builder = METHODS.get(config.run.algorithm)
+    if builder is None:
+        raise ConfigError(f"run.algorithm must be one of {', '.join(METHODS)}, not {config.run.algorithm!r}")
+    return builder(domain, example, config)
 
 
 def build_subgoal_method(domain: Domain[Any], example: Any, config: TrainConfig) -> SubgoalMethod:
@@ -75,6 +76,13 @@ def build_flat_method(domain: Domain[Any], example: Any, config: TrainConfig) ->
     return FlatMethod(domain, search_algorithm(config.run.algorithm, config), learner)
 
 
+#: `run.algorithm` -> the builder of its method (a new method registers here; see `sgps.training.methods`).
+METHODS: dict[str, Callable[[Domain[Any], Any, TrainConfig], Method]] = {
+    **dict.fromkeys(FLAT_HEADS, build_flat_method),
+    **dict.fromkeys(SUBGOAL_COSTS, build_subgoal_method),
+}
+
+
 def search_algorithm(name: str, config: TrainConfig) -> Algorithm:
     """The search `name` (levin, phs, wastar) with the run's `[search]` variants."""
     return make_algorithm(name, plus_one=config.search.levin_plus_one, duplicates=config.search.duplicates)
@@ -89,6 +97,7 @@ def split_problems(levels: Sequence[Any], fraction: float, seed: int) -> tuple[l
 
 __all__ = [
     "FLAT_HEADS",
+    "METHODS",
     "SUBGOAL_COSTS",
     "build_flat_method",
     "build_method",

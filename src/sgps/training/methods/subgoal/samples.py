@@ -1,7 +1,7 @@
 """What the subgoal method learns from a batch of searches (spec/algorithms.md 4.3-4.4, 5).
 
 From a failed search (status "budget"; with `exhausted_trees`, also "no_solution",
-whose graph holds every reachable state): cluster its graph (`sgps.training.clustering`),
+whose graph holds every reachable state): cluster its graph (`sgps.training.methods.subgoal.clustering`),
 draw pairs of states from neighbouring clusters of the chosen level whose tree
 relation is ancestor/descendant, and rebuild the actions between them from the
 parent pointers. Each pair gives one VQ-VAE pair and one conditional-low sample per
@@ -13,7 +13,7 @@ Normal fitted to the length buffer; each segment (i, j) gives one VQ-VAE pair
 (s_i, s_j) and, for every m in [i, j), a conditional-low sample (s_m, s_j, a_m) and a
 high-level sample whose label is the code of (s_m, s_j) (per state, the reference) or
 of (s_i, s_j) (per segment, the paper). The unconditional policy and the heuristic
-learn from the whole path, as the flat baselines (`sgps.training.samples`).
+learn from the whole path, as the flat baselines (`sgps.training.methods.flat.samples`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import numpy as np
 from sgps.domains.base import Domain
 from sgps.search.engine import SearchResult
 from sgps.search.graph import SearchGraph
-from sgps.training.clustering import ClusterLevel, build_hierarchy, choose_level
+from sgps.training.methods.subgoal.clustering import ClusterLevel, build_hierarchy, choose_level
 
 SEGMENTATIONS = ("fixed", "compat")
 SUBGOAL_TARGETS = ("state", "segment")

@@ -36,11 +36,10 @@ from sgps.models.subgoal import CONDITIONINGS, MIXTURES, SubgoalModel, SubgoalMo
 from sgps.models.vqvae import CODEBOOKS
 from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
-from sgps.training.clustering import HIERARCHIES
-from sgps.training.learner import FlatLearner, LearnerConfig
-from sgps.training.randomness import numpy_state, restore_numpy_state
-from sgps.training.samples import solution_samples
-from sgps.training.subgoal_samples import (
+from sgps.training.methods.flat.learner import FlatLearner, LearnerConfig
+from sgps.training.methods.flat.samples import solution_samples
+from sgps.training.methods.subgoal.clustering import HIERARCHIES
+from sgps.training.methods.subgoal.samples import (
     SEGMENTATIONS,
     SUBGOAL_TARGETS,
     HighRows,
@@ -51,6 +50,7 @@ from sgps.training.subgoal_samples import (
     SubgoalSamples,
     collect_samples,
 )
+from sgps.training.randomness import numpy_state, restore_numpy_state
 
 #: Columns of metrics/learning.csv for the subgoal methods.
 REPORT_COLUMNS = (

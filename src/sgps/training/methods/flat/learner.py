@@ -22,7 +22,7 @@ from sgps.models.flat import FlatNetwork
 from sgps.models.losses import heuristic_loss, levin_loss
 from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
-from sgps.training.samples import LOSSES, PathSamples, solution_samples
+from sgps.training.methods.flat.samples import LOSSES, PathSamples, solution_samples
 
 
 @dataclass(frozen=True)
