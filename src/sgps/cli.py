@@ -149,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     train_cmd.add_argument(
         "--max-batches", type=int, metavar="N", help="stop after N batches, resumable with --resume"
     )
+    _add_executor_options(train_cmd, "where the searches run: local processes (default) or Ray actors")
 
     test_cmd = commands.add_parser("test", help="test a trained run: budget doubling over rounds")
     test_cmd.add_argument("run", type=Path, help="run directory")
@@ -158,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     test_cmd.add_argument("--checkpoint", default="best", help="best, last, or a checkpoint path (default: best)")
     test_cmd.add_argument("--gif", type=Path, metavar="DIR", help="animate each solved problem to DIR/NAME.gif")
     test_cmd.add_argument("--gif-limit", type=int, default=20, metavar="N", help="at most N GIFs (default: 20)")
+    _add_executor_options(test_cmd, "where the searches run: this process (default) or one Ray actor per CPU")
 
     subgoals = commands.add_parser("subgoals", help="draw a state beside the K subgoals a trained π^SG proposes")
     subgoals.add_argument("run", type=Path, help="run directory of a phs-sg or levin-sg run")
@@ -178,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare_cmd.add_argument(
         "--max-batches", type=int, metavar="N", help="train each run N more batches at most, then stop (resumable)"
     )
+    _add_executor_options(compare_cmd, "where the runs go: processes here (default) or Ray tasks on a cluster")
 
     report_cmd = commands.add_parser("report", help="tables and learning curves of a comparison folder")
     report_cmd.add_argument("dir", type=Path, metavar="DIR", help="the folder `sgps compare` wrote")
@@ -351,6 +354,15 @@ def _solution_gif(path: Path | None, domain: Any, start: Any, actions: Sequence[
         print(f"wrote {path}")
 
 
+def _add_executor_options(command: argparse.ArgumentParser, help_text: str) -> None:
+    command.add_argument("--executor", choices=("local", "ray"), default="local", help=help_text)
+    command.add_argument(
+        "--ray-address", metavar="ADDR",
+        help="with --executor ray: the cluster to join (auto, or HOST:PORT of `ray start --head`); "
+        "default: start Ray on this machine",
+    )  # fmt: skip
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     overrides: dict[str, dict[str, object]] = {"run": {}, "bootstrap": {}, "subgoal": {}, "search": {}, "learner": {}}
     for section, key, value in (
@@ -385,6 +397,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         threads=args.threads,
         max_batches=args.max_batches,
+        executor=args.executor,
+        ray_address=args.ray_address,
     )
     print(
         f"trained {config.run.algorithm} on {config.run.domain}: {state.iteration} iterations, "
@@ -396,7 +410,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    summary = runner.test(args.run, args.problems, budget=args.budget, rounds=args.rounds, checkpoint=args.checkpoint)
+    summary = runner.test(args.run, args.problems, budget=args.budget, rounds=args.rounds, checkpoint=args.checkpoint,
+                          executor=args.executor, ray_address=args.ray_address)  # fmt: skip
     print(summary.table_row())
     if args.gif is not None:
         written = animate_test_solutions(args.run, args.problems, args.gif, limit=args.gif_limit,
@@ -417,7 +432,7 @@ def cmd_subgoals(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     outcome = compare(args.config, args.out, jobs=args.jobs, threads=args.threads, max_batches=args.max_batches,
-                      plugins=args.plugin)  # fmt: skip
+                      plugins=args.plugin, executor=args.executor, ray_address=args.ray_address)  # fmt: skip
     print(outcome.summary())
     failure = outcome.failure()
     if failure is not None:

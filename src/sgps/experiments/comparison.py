@@ -24,12 +24,14 @@ from typing import TextIO
 
 from sgps.errors import ConfigError
 from sgps.experiments.concurrency import Concurrency, plan_concurrency
+from sgps.experiments.launchers import Launcher, LocalLauncher, RayLauncher, largest_node_cpus
 from sgps.experiments.plan import ComparePlan, changed_keys, read_plan
 from sgps.experiments.problems import count_levels, pending_problems, problem_files, write_problems
 from sgps.experiments.progress import ProgressDisplay
 from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
 from sgps.experiments.tomlfile import dumps
 from sgps.fileio import atomic_write_text
+from sgps.training.ray_pool import EXECUTORS, cluster_cpus, connect
 from sgps.training.rundir import to_toml
 from sgps.training.runner import usable_cores
 
@@ -70,6 +72,8 @@ def compare(
     max_batches: int | None = None,
     plugins: Sequence[str] = (),
     stream: TextIO | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> CompareOutcome:
     """Run (or go on with) the comparison `config` in folder `out`.
 
@@ -77,11 +81,23 @@ def compare(
     cores); `max_batches`: train each run for at most that many more batches, leaving it to
     resume; `plugins`: modules the child processes import (``sgps --plugin``). Everything
     is checked before anything is written: a bad config is a `ConfigError`.
+    `executor`: ``local`` runs the commands as child processes here; ``ray`` as Ray tasks
+    on the cluster at `ray_address` (or a local Ray instance), planned over the cluster's
+    CPUs (`sgps.experiments.launchers`).
     """
     if max_batches is not None and max_batches < 1:
         raise ConfigError("--max-batches must be at least 1")
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
     plan = read_plan(config)
-    concurrency = plan_concurrency(usable_cores(), len(plan.runs), jobs=jobs, threads=threads)
+    launcher: Launcher = LocalLauncher()
+    cores, node_cores = usable_cores(), None
+    if executor == "ray":
+        ray = connect(ray_address)
+        launcher, cores, node_cores = RayLauncher(ray), cluster_cpus(ray), largest_node_cpus(ray)
+    concurrency = plan_concurrency(cores, len(plan.runs), jobs=jobs, threads=threads)
+    if node_cores is not None and concurrency.threads > node_cores:  # a run's threads must fit on one node
+        concurrency = plan_concurrency(cores, len(plan.runs), jobs=jobs, threads=node_cores)
     _refuse_changes(config, out, plan)
     files = problem_files(plan, out)
     pending = pending_problems(plan, files, str(config))
@@ -98,7 +114,8 @@ def compare(
                              plan.train_count(run, total)))  # fmt: skip
         display = ProgressDisplay(stream or sys.stdout)
         display.event(f"compare {config} -> {out}: {len(queue)} runs, {concurrency.describe()}")
-        Scheduler(plan, files, queue, concurrency, display, max_batches=max_batches, plugins=plugins).run()
+        Scheduler(plan, files, queue, concurrency, display, max_batches=max_batches, plugins=plugins,
+                  launcher=launcher).run()  # fmt: skip
     return CompareOutcome(out, queue, concurrency)
 
 

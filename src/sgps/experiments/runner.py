@@ -1,7 +1,9 @@
 """The scheduler of a comparison: every run as its own `sgps train` process, then its tests.
 
-Each (algorithm, seed) trains in a child process (``python -m sgps train``), so runs are
-isolated from one another and can be killed; then ``sgps test`` runs on each test set.
+Each (algorithm, seed) trains in a process of its own (``python -m sgps train``), so runs
+are isolated from one another and can be killed; then ``sgps test`` runs on each test
+set. A launcher (`sgps.experiments.launchers`) starts those commands: as child processes
+here, or as Ray tasks on a cluster's nodes.
 At most `jobs` runs go at once, each with `threads` torch/OpenMP threads: the child
 gets ``--threads`` and OMP_NUM_THREADS / MKL_NUM_THREADS, and searches in its own
 process (``--workers 1``), so the comparison never asks for more threads than cores
@@ -17,18 +19,16 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sgps.experiments.concurrency import Concurrency
+from sgps.experiments.launchers import Launched, Launcher, LocalLauncher
 from sgps.experiments.plan import ComparePlan, RunSpec, TestSet
 from sgps.experiments.problems import ProblemFiles
 from sgps.experiments.progress import ProgressDisplay
@@ -48,8 +48,7 @@ class Job:
     log: Path  # the children's output
     train_count: int  # training problems (the progress display's "solved of N")
     status: str = WAITING  # also "training", "testing NAME"
-    process: subprocess.Popen[bytes] | None = None
-    output: IO[bytes] | None = None
+    process: Launched | None = None
     commands: int = 0  # commands started for it in this session (0 at the end: it was already finished)
     trained: bool = False  # a training command ran in this session
     error: str = ""
@@ -68,15 +67,20 @@ class Scheduler:
         *,
         max_batches: int | None = None,
         plugins: Sequence[str] = (),
+        launcher: Launcher | None = None,
     ) -> None:
-        """`max_batches`: train each run for at most that many more batches, then leave it to resume."""
+        """`max_batches`: train each run for at most that many more batches, then leave it to resume.
+
+        `launcher`: where the commands run (default: child processes of this machine).
+        """
         self.plan = plan
         self.files = files
         self.jobs = list(jobs)
         self.concurrency = concurrency
         self.display = display
         self.max_batches = max_batches
-        self.prefix = [sys.executable, "-m", "sgps", *(arg for module in plugins for arg in ("--plugin", module))]
+        self.launcher = launcher or LocalLauncher()
+        self.prefix = [arg for module in plugins for arg in ("--plugin", module)]
 
     def run(self) -> None:
         """Run every job to its end (done, paused or failed); children are terminated if interrupted."""
@@ -125,22 +129,17 @@ class Scheduler:
         job.commands += 1
         job.trained = job.trained or job.status == "training"
         job.log.parent.mkdir(parents=True, exist_ok=True)
-        job.output = open(job.log, "ab")  # noqa: SIM115 (closed when the child ends)
-        job.output.write(("$ " + " ".join(command[1:]) + "\n").encode())
-        job.output.flush()
-        threads = str(self.concurrency.threads)
-        environment = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-        job.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=job.output, stderr=subprocess.STDOUT,
-                                       env=environment)  # fmt: skip
+        with open(job.log, "ab") as log:
+            log.write(("$ sgps " + " ".join(command) + "\n").encode())
+        job.process = self.launcher.start(command, self.concurrency.threads, job.log)
         self.display.event(f"{job.run.name}: {job.status}")
         return True
 
     def _finish_step(self, job: Job) -> bool:
         """Collect an ended child; True if the job goes on with another command."""
-        assert job.process is not None and job.output is not None
-        code = job.process.returncode
-        job.output.close()
-        job.process = job.output = None
+        assert job.process is not None
+        code = job.process.poll()
+        job.process = None
         if code != 0:
             job.status = FAILED
             job.error = _last_line(job.log).removeprefix("sgps: error: ") or f"exit status {code}"
@@ -186,17 +185,9 @@ class Scheduler:
 
 
 def _stop(job: Job) -> None:
-    """Terminate a job's child (and wait for it), so that nothing outlives the comparison."""
-    if job.process is None:
-        return
-    job.process.terminate()
-    try:
-        job.process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        job.process.kill()
-        job.process.wait()
-    if job.output is not None:
-        job.output.close()
+    """Terminate a job's command (and wait for it), so that nothing outlives the comparison."""
+    if job.process is not None:
+        job.process.stop()
 
 
 def _last_line(path: Path) -> str:

@@ -29,30 +29,62 @@ from sgps.search.engine import SearchResult
 from sgps.training.config import TrainConfig
 from sgps.training.setup import build_method
 
-_worker_method: Any = None
-_worker_domain: Any = None
+
+class SearchWorker:
+    """One worker's copy of the method: searches shares of a batch with the weights it is sent.
+
+    Used in each process of `SearchPool` and by each actor of `sgps.training.ray_pool`.
+    """
+
+    def __init__(self, domain: Domain[Any], example: Any, config: TrainConfig) -> None:
+        torch.set_num_threads(1)
+        self.domain = domain
+        self.method = build_method(domain, example, config)
+
+    def search(
+        self,
+        weights: dict[str, torch.Tensor],
+        levels: Sequence[Any],
+        budget: int,
+        epsilon: float,
+        record_graph: bool,
+        test: bool = False,
+    ) -> list[SearchResult]:
+        """Search `levels` in lockstep; `test`: with the method's test evaluator (π^SG's test α)."""
+        self.method.load_model_weights(weights)
+        evaluator = self.method.test_evaluator() if test else self.method.evaluator()
+        return search_lockstep(self.domain, levels, self.method.algorithm, evaluator, budget=budget,
+                               epsilon=epsilon, record_graph=record_graph)  # fmt: skip
+
+
+def deal(levels: Sequence[Any], workers: int) -> list[list[Any]]:
+    """`levels` dealt round-robin into at most `workers` non-empty shares (share i: levels i, i + n, ...)."""
+    shares = [list(levels[i::workers]) for i in range(workers)]
+    return [share for share in shares if share]
+
+
+def gather(answers: Sequence[Sequence[SearchResult]], count: int) -> list[SearchResult]:
+    """The results of `deal`'s shares back in the order of the `count` levels."""
+    results: list[SearchResult] = [None] * count  # type: ignore[list-item]
+    for index, answer in enumerate(answers):
+        results[index :: len(answers)] = answer
+    return results
+
+
+_worker: SearchWorker | None = None
 
 
 def _start_worker(domain: Domain[Any], example: Any, config: TrainConfig) -> None:
-    global _worker_method, _worker_domain
-    torch.set_num_threads(1)
-    _worker_domain = domain
-    _worker_method = build_method(domain, example, config)
+    global _worker
+    _worker = SearchWorker(domain, example, config)
 
 
 def _search_share(
-    weights: dict[str, torch.Tensor], levels: Sequence[Any], budget: int, epsilon: float, record_graph: bool
-) -> list[SearchResult]:
-    _worker_method.load_model_weights(weights)
-    return search_lockstep(
-        _worker_domain,
-        levels,
-        _worker_method.algorithm,
-        _worker_method.evaluator(),
-        budget=budget,
-        epsilon=epsilon,
-        record_graph=record_graph,
-    )
+    weights: dict[str, torch.Tensor], levels: Sequence[Any], budget: int, epsilon: float, record_graph: bool,
+    test: bool,
+) -> list[SearchResult]:  # fmt: skip
+    assert _worker is not None, "the worker process was not initialised"
+    return _worker.search(weights, levels, budget, epsilon, record_graph, test)
 
 
 class SearchPool:
@@ -77,18 +109,13 @@ class SearchPool:
         budget: int,
         epsilon: float,
         record_graph: bool,
+        test: bool = False,
     ) -> list[SearchResult]:
         """Search `levels` (dealt round-robin to the workers); results in input order."""
-        shares = [list(levels[i :: self.workers]) for i in range(self.workers)]
-        shares = [share for share in shares if share]
-        futures = [
-            self.executor.submit(_search_share, weights, share, budget, epsilon, record_graph) for share in shares
-        ]
-        answers = [future.result() for future in futures]
-        results: list[SearchResult] = [None] * len(levels)  # type: ignore[list-item]
-        for worker, answer in enumerate(answers):
-            results[worker :: len(shares)] = answer
-        return results
+        shares = deal(levels, self.workers)
+        futures = [self.executor.submit(_search_share, weights, share, budget, epsilon, record_graph, test)
+                   for share in shares]  # fmt: skip
+        return gather([future.result() for future in futures], len(levels))
 
     def close(self) -> None:
         self.executor.shutdown(cancel_futures=True)

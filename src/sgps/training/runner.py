@@ -18,10 +18,12 @@ from tqdm import tqdm
 from sgps.domains.levels import read_levels
 from sgps.errors import ConfigError
 from sgps.fileio import atomic_write_text
-from sgps.training.bootstrap import Bootstrap, LoopState
+from sgps.search.engine import SearchResult
+from sgps.training.bootstrap import BatchSearcher, Bootstrap, LoopState
 from sgps.training.config import TrainConfig, load_run_config, resolve_config
 from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
 from sgps.training.pool import SearchPool
+from sgps.training.ray_pool import EXECUTORS, RaySearchPool, cluster_cpus, connect
 from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, split_problems
 from sgps.training.testing import TestSummary, run_test
@@ -42,6 +44,8 @@ def train(
     threads: int | None = None,
     max_batches: int | None = None,
     overwrite: bool = False,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> tuple[TrainConfig, LoopState]:
     """Train on the levels in `problems` into run directory `out` (or resume it).
 
@@ -53,6 +57,10 @@ def train(
     `preset`: ``cpu`` when None (fresh runs only).
     `threads`: torch threads of this process (default: `default_threads`);
     `max_batches`: stop after that many batches (after a checkpoint), to go on with `resume`.
+    `executor`: ``local`` searches in this process or a pool of local worker processes
+    (`run.workers`); ``ray`` on Ray actors (`sgps.training.ray_pool`), `run.workers` of them
+    (0: one per CPU of the cluster), joining the cluster at `ray_address` or starting a
+    local Ray instance. Where the searches run does not change the run's results.
     """
     if max_batches is not None and max_batches < 1:
         raise ConfigError("--max-batches must be at least 1")
@@ -70,7 +78,13 @@ def train(
     if domain and config.run.domain and domain != config.run.domain:
         raise ConfigError(f"--domain {domain} contradicts run.domain = {config.run.domain!r}")
     levels = read_levels(problems, domain or config.run.domain or None)  # refuses files of another domain
-    workers = config.run.workers or usable_cores()
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    if executor == "ray":  # before anything is written: Ray missing or unreachable is refused here
+        ray = connect(ray_address)
+        workers = config.run.workers or cluster_cpus(ray)
+    else:
+        workers = config.run.workers or usable_cores()
     threads = default_threads() if threads is None else threads
     if threads < 1:
         raise ConfigError("--threads must be at least 1")
@@ -88,8 +102,11 @@ def train(
     run_dir = RunDirectory(out, method.report_columns)
     with contextlib.ExitStack() as stack:
         stack.enter_context(run_dir.lock())
-        pool = None
-        if workers > 1 and next(iter(method.model_weights().values())).device.type == "cpu":
+        pool: BatchSearcher | None = None
+        if executor == "ray":
+            pool = stack.enter_context(RaySearchPool(workers, levels.domain, train_levels[0], config,
+                                                     address=ray_address))  # fmt: skip
+        elif workers > 1 and next(iter(method.model_weights().values())).device.type == "cpu":
             stack.enter_context(_one_thread_per_worker())
             pool = stack.enter_context(SearchPool(workers, levels.domain, train_levels[0], config))
         fingerprint = run_fingerprint(config, levels.domain, train_levels, validation_levels)
@@ -194,25 +211,51 @@ def _run_with_progress(bootstrap: Bootstrap, train_count: int, quiet: bool, max_
         return bootstrap.run(max_batches=max_batches, on_batch=progress)
 
 
-def test(run: Path, problems: Path, *, budget: int = 4000, rounds: int = 1, checkpoint: str = "best") -> TestSummary:
-    """Test a run's model (best, last or a checkpoint path) with budget doubling over `rounds`."""
+def test(
+    run: Path,
+    problems: Path,
+    *,
+    budget: int = 4000,
+    rounds: int = 1,
+    checkpoint: str = "best",
+    executor: str = "local",
+    ray_address: str | None = None,
+) -> TestSummary:
+    """Test a run's model (best, last or a checkpoint path) with budget doubling over `rounds`.
+
+    `executor`: ``local`` searches in this process; ``ray`` deals each round's problems to
+    one Ray actor per CPU of the cluster at `ray_address` (or of a local instance).
+    """
     if budget < 1 or rounds < 1:
         raise ConfigError("--budget and --rounds must be at least 1")
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
     config = load_run_config(run / "config.toml")
     levels = read_levels(problems, config.run.domain)
     states = levels.states()
     method = build_method(levels.domain, states[0], config)
     method.load_model(checkpoint_path(run, checkpoint))
-    return run_test(
-        levels.domain,
-        states,
-        method.algorithm,
-        method.test_evaluator(),
-        budget=budget,
-        rounds=rounds,
-        epsilon=config.bootstrap.epsilon,
-        csv_path=run / "metrics" / f"test-{problems.stem}.csv",
-    )
+    with contextlib.ExitStack() as stack:
+        search_batch = None
+        if executor == "ray":
+            pool = stack.enter_context(RaySearchPool(0, levels.domain, states[0], config, address=ray_address))
+            weights = method.model_weights()
+
+            def search_batch(batch: Sequence[Any], round_budget: int) -> list[SearchResult]:
+                return pool.search(weights, batch, budget=round_budget, epsilon=config.bootstrap.epsilon,
+                                   record_graph=False, test=True)  # fmt: skip
+
+        return run_test(
+            levels.domain,
+            states,
+            method.algorithm,
+            method.test_evaluator(),
+            budget=budget,
+            rounds=rounds,
+            epsilon=config.bootstrap.epsilon,
+            csv_path=run / "metrics" / f"test-{problems.stem}.csv",
+            search_batch=search_batch,
+        )
 
 
 def subgoals(run: Path, problems: Path, *, index: int = 0, checkpoint: str = "best") -> SubgoalView:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from sgps.domains.base import Domain
 from sgps.fileio import atomic_write_text
 from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
+from sgps.search.engine import SearchResult
 from sgps.search.evaluators import Evaluator
 
 
@@ -42,8 +43,13 @@ def run_test(
     rounds: int = 1,
     epsilon: float = 0.01,
     csv_path: Path | None = None,
+    search_batch: Callable[[Sequence[Any], int], list[SearchResult]] | None = None,
 ) -> TestSummary:
-    """Round r searches every still-unsolved problem with budget `budget` * 2^(r-1), in exact order."""
+    """Round r searches every still-unsolved problem with budget `budget` * 2^(r-1), in exact order.
+
+    `search_batch(levels, budget)`: where a round's searches run (e.g. Ray actors holding
+    the same model); None searches in this process, in lockstep with `evaluator`.
+    """
     rows = []
     solved: dict[int, tuple[int, int]] = {}  # problem -> (expansions, length) of the solving attempt
     total = 0
@@ -52,8 +58,11 @@ def run_test(
         if not unsolved:
             break
         round_budget = budget * 2 ** (round_number - 1)
-        results = search_lockstep(domain, [levels[i] for i in unsolved], algorithm, evaluator,
-                                  budget=round_budget, epsilon=epsilon)  # fmt: skip
+        batch = [levels[i] for i in unsolved]
+        if search_batch is not None:
+            results = search_batch(batch, round_budget)
+        else:
+            results = search_lockstep(domain, batch, algorithm, evaluator, budget=round_budget, epsilon=epsilon)
         for problem, result in zip(unsolved, results, strict=True):
             total += result.expanded
             rows.append([round_number, problem, int(result.solved), result.expanded, result.generated,

@@ -1,0 +1,151 @@
+"""The Ray backend gives the local backend's results: training, tests, comparisons, and a lost actor.
+
+These tests start a local Ray instance with 2 CPUs (one per pytest worker that runs
+them). They are skipped only where Ray is not installed; the test that checks the
+message for a missing Ray always runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from sgps.cli import main
+from sgps.domains import get_domain, write_levels
+from sgps.domains.generation import generate_levels, resolve_params
+from sgps.training import runner
+from sgps.training.ray_pool import RaySearchPool
+
+from comparisons import SMOKE_OPTIONS, smoke_comparison, smoke_document, write_config
+
+needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed (sgps[ray])")
+#: Columns of the metrics CSVs that do not depend on the machine (everything but wall-clock seconds).
+COLUMNS = ("iteration", "batch", "problem", "solved", "expanded", "generated", "length", "budget")
+#: A tiny seeded training run: two passes over 36 problems in batches of 16.
+BOOTSTRAP = {"bootstrap": {"seed": 3, "max_iterations": 2}}
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    ray = pytest.importorskip("ray")
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def problems(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("ray-problems")
+    domain = get_domain("tsp")
+    params = resolve_params(domain, "standard")
+    train, test = folder / "train.txt", folder / "test.txt"
+    write_levels(train, domain, generate_levels(domain, params, 0, 40), variant="standard", seed=0, params=params)
+    write_levels(test, domain, generate_levels(domain, params, 500, 10), variant="standard", seed=500, params=params)
+    return train, test
+
+
+def rows(path: Path) -> list[tuple[str, ...]]:
+    with open(path, newline="") as handle:
+        return [tuple(row[column] for column in COLUMNS if column in row) for row in csv.DictReader(handle)]
+
+
+@pytest.fixture(scope="module")
+def local_run(problems, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("ray-local") / "run"
+    runner.train(problems[0], out, overrides={"run": {"workers": 1}, **BOOTSTRAP}, preset="tiny",
+                 quiet=True)  # fmt: skip
+    return out
+
+
+@needs_ray
+def test_training_on_ray_actors_gives_the_local_runs_metrics(ray_instance, problems, local_run, tmp_path):
+    out = tmp_path / "run"
+    runner.train(problems[0], out, overrides={"run": {"workers": 2}, **BOOTSTRAP}, preset="tiny",
+                 quiet=True, executor="ray")  # fmt: skip
+    for name in ("train", "validate", "outstanding"):
+        assert rows(out / "metrics" / f"{name}.csv") == rows(local_run / "metrics" / f"{name}.csv"), name
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in local_run.iterdir())
+
+
+@needs_ray
+def test_a_killed_actor_loses_and_repeats_no_problem(ray_instance, problems, local_run, tmp_path, monkeypatch):
+    pools: list[RaySearchPool] = []
+
+    class KillingPool(RaySearchPool):
+        """Kills its first actor just after the second batch of the first pass is sent out."""
+
+        calls = 0
+
+        def search(self, weights, levels, **options):
+            self.calls += 1
+            if self.calls == 1:
+                pools.append(self)
+            elif self.calls == 2:
+                threading.Timer(0.05, ray_instance.kill, args=(self.actors[0],)).start()
+            return super().search(weights, levels, **options)
+
+    monkeypatch.setattr(runner, "RaySearchPool", KillingPool)
+    out = tmp_path / "run"
+    with pytest.warns(RuntimeWarning, match="searched again on a new actor"):
+        runner.train(problems[0], out, overrides={"run": {"workers": 2}, **BOOTSTRAP}, preset="tiny",
+                     quiet=True, executor="ray")  # fmt: skip
+    assert pools[0].replaced == 1
+    train = rows(out / "metrics" / "train.csv")
+    per_pass: dict[str, list[str]] = {}
+    for row in train:
+        per_pass.setdefault(row[0], []).append(row[2])
+    for problems_searched in per_pass.values():  # every training problem once per pass
+        assert sorted(problems_searched) == sorted(set(problems_searched))
+        assert len(problems_searched) == len(per_pass["0"])
+    assert train == rows(local_run / "metrics" / "train.csv")
+
+
+@needs_ray
+def test_testing_on_ray_actors_writes_the_local_test_table(ray_instance, problems, local_run, capsys):
+    assert main(["test", str(local_run), "--problems", str(problems[1]), "--budget", "100", "--rounds", "2"]) == 0
+    local = capsys.readouterr().out
+    local_rows = rows(local_run / "metrics" / "test-test.csv")
+    assert main(["test", str(local_run), "--problems", str(problems[1]), "--budget", "100", "--rounds", "2",
+                 "--executor", "ray"]) == 0  # fmt: skip
+    assert capsys.readouterr().out == local
+    assert rows(local_run / "metrics" / "test-test.csv") == local_rows
+
+
+@needs_ray
+def test_compare_on_ray_runs_whole_runs_as_tasks_with_the_local_results(ray_instance, tmp_path_factory, tmp_path):
+    smoke = smoke_comparison(tmp_path_factory)
+    document = smoke_document()
+    document["compare"].update(algorithms=["phs"], seeds=[0])
+    config = write_config(tmp_path / "phs.toml", document)
+    out = tmp_path / "compare"
+    assert main(["compare", str(config), "--out", str(out), *SMOKE_OPTIONS, "--executor", "ray"]) == 0
+    for name in ("train", "validate", "outstanding", "test-test"):
+        assert rows(out / "runs" / "phs-s0" / "metrics" / f"{name}.csv") == rows(
+            smoke / "runs" / "phs-s0" / "metrics" / f"{name}.csv"
+        ), name
+
+
+@pytest.mark.parametrize("command", ["train", "test", "compare"])
+def test_without_ray_the_executor_option_says_how_to_install_it(command, problems, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if it were not installed
+    out = tmp_path / "out"
+    arguments = {
+        "train": ["train", "--problems", str(problems[0]), "--out", str(out), "--preset", "tiny"],
+        "test": ["test", str(out), "--problems", str(problems[1])],
+        "compare": ["compare", str(write_config(tmp_path / "c.toml", smoke_document())), "--out", str(out)],
+    }[command]
+    if command == "test":
+        runner.train(problems[0], out, overrides={"run": {"workers": 1}, "bootstrap": {"max_iterations": 1}},
+                     preset="tiny", quiet=True)  # fmt: skip
+    before = sorted(tmp_path.rglob("*"))
+    assert main([*arguments, "--executor", "ray"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("sgps: error: --executor ray needs Ray")
+    assert "pip install" in error[0] and "[ray]" in error[0]
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written
