@@ -19,7 +19,7 @@ each budget the run reached, how many training problems were first solved at it.
 
 Usage::
 
-    python benchmarks/tsp_hardness.py [--cities 6,7,8] [--levels 40] [--seed 0] [--run RUN_DIR]
+    python benchmarks/tsp_hardness.py [--cities 6,7,8] [--levels 40] [--seed 0] [--run RUN_DIR ...]
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def main() -> None:
     budget_heads = "  ".join(f"{'<=' + format(b // 1000) + 'k':>6}" for b in BUDGETS)
     print(f"{'cities':>6} {'states':>10} {'min':>8} {'max':>8} {'optimal':>8} {'uniform exp':>11} {'max':>9}  "
           f"{budget_heads}")  # fmt: skip
-    for cities in (int(c) for c in args.cities.split(",")):
+    for cities in (int(c) for c in args.cities.split(",") if c):  # --cities "": only the runs
         measure_cities(cities, args.levels, args.seed)
     for run_dir in args.run:
         first_solved_budgets(run_dir)

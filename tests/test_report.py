@@ -92,7 +92,7 @@ def test_the_report_numbers_equal_those_recomputed_from_the_csvs(smoke):
         outstanding = {seed: read_rows(run / "metrics" / "outstanding.csv") for seed, run in runs.items()}
         count = {seed: int(rows[0]["outstanding"]) for seed, rows in outstanding.items()}  # the start row
         row = training[LABELS[algorithm]]
-        assert_spread(row[1], [int(rows[-1]["cumulative_expansions"]) for rows in outstanding.values()], 0.006)
+        assert_spread(row[1], [int(rows[-1]["cumulative_expansions"]) for rows in outstanding.values()], 0.5)
         assert_spread(row[2], [loop_state(run)["seconds"] / 3600 for run in runs.values()], 0.0006)
         assert_spread(row[3], [count[seed] - int(rows[-1]["outstanding"]) for seed, rows in outstanding.items()], 0)
         assert_spread(row[4], list(count.values()), 0)

@@ -216,9 +216,12 @@ def _spread(values: Sequence[float | None], fmt: Callable[[float], str]) -> str:
 
 
 def _count(value: float | None) -> str:
+    """A count, or a mean of counts: whole from 1,000 up (a fraction of an expansion says nothing), else 2 decimals."""
     if value is None:
         return "-"
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.2f}"
+    if float(value).is_integer() or abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:,.2f}"
 
 
 def _decimal(value: float | None) -> str:
