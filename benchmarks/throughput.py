@@ -14,9 +14,12 @@ conditional policies (and, with state conditioning, the K decoded subgoals), the
 unconditional network and the mixture. It also prints the per-expansion cost ratio
 phs-sg / phs in each mode (the paper's rig: about 2-4x). The networks are untrained
 (randomly initialised): throughput does not depend on the weights. One thread is
-used throughout. Usage::
+used throughout. `--layouts nchw,channels-last` measures each memory layout of the
+convolution trunks (`sgps.models.resnet.set_channels_last`; NCHW is the default) and
+prints each layout's lockstep speed-up over the first. Usage::
 
     python benchmarks/throughput.py [--domains tsp,boxworld] [--algorithms phs,phs-sg-code] [--budget 1000]
+                                    [--layouts nchw,channels-last]
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import torch
 
 from sgps.domains import domain_names, get_domain
 from sgps.domains.generation import generate_levels, resolve_params
+from sgps.models.resnet import set_channels_last
 from sgps.search import BestFirstSearch, run, run_lockstep
 from sgps.training.config import resolve_config
 from sgps.training.setup import build_method
@@ -37,6 +41,7 @@ from sgps.training.setup import build_method
 LOCKSTEP_N = 32
 EFFICIENCY_TARGET = 0.8
 MODES = ("exact", "buffered-32", "lockstep-32")
+LAYOUTS = {"nchw": False, "channels-last": True}
 #: Benchmarked variants: (run.algorithm, subgoal.conditioning).
 VARIANTS = {
     "phs": ("phs", "code-vector"),
@@ -119,27 +124,39 @@ def main() -> None:
     parser.add_argument("--algorithms", default=",".join(VARIANTS), help=f"comma-separated, from {', '.join(VARIANTS)}")
     parser.add_argument("--budget", type=int, default=1000, help="expansion budget per search")
     parser.add_argument("--seed", type=int, default=2000)
+    parser.add_argument("--layouts", default="nchw", help=f"comma-separated, from {', '.join(LAYOUTS)}")
     args = parser.parse_args()
     torch.set_num_threads(1)
     variants = args.algorithms.split(",")
+    layouts = args.layouts.split(",")
     print(f"cpu preset, budget {args.budget}; target efficiency >= {EFFICIENCY_TARGET} in lockstep")
-    print(f"{'domain':<12} {'algorithm':<13} {'mode':<12} {'exp/s':>9} {'states/s':>9} {'batch':>6} {'efficiency':>10}")
-    rates: dict[tuple[str, str, str], float] = {}
+    print(f"{'domain':<12} {'algorithm':<13} {'layout':<14} {'mode':<12} {'exp/s':>9} {'states/s':>9} {'batch':>6} "
+          f"{'efficiency':>10}")  # fmt: skip
+    rates: dict[tuple[str, str, str, str], float] = {}
     for name in args.domains.split(","):
         for variant in variants:
-            for mode, expansions, states, batch, efficiency in measure(name, variant, args.budget, args.seed):
-                rates[name, variant, mode] = expansions
-                print(f"{name:<12} {variant:<13} {mode:<12} {expansions:>9,.0f} {states:>9,.0f} {batch:>6.1f} "
-                      f"{efficiency:>10.2f}")  # fmt: skip
+            for layout in layouts:
+                set_channels_last(LAYOUTS[layout])
+                for mode, expansions, states, batch, efficiency in measure(name, variant, args.budget, args.seed):
+                    rates[name, variant, layout, mode] = expansions
+                    print(f"{name:<12} {variant:<13} {layout:<14} {mode:<12} {expansions:>9,.0f} {states:>9,.0f} "
+                          f"{batch:>6.1f} {efficiency:>10.2f}")  # fmt: skip
     if "phs" in variants and len(variants) > 1:
-        print("\nper-expansion cost ratio (phs-sg time per expansion / phs time per expansion)")
+        print("\nper-expansion cost ratio (phs-sg time per expansion / phs time per expansion), same layout")
         for name in args.domains.split(","):
             for variant in [v for v in variants if v != "phs"]:
-                ratios = "  ".join(
-                    f"{mode} {rates[name, 'phs', mode] / rates[name, variant, mode]:.2f}x" for mode in MODES
-                )
-                print(f"{name:<12} {variant:<13} {ratios}")
-
+                for layout in layouts:
+                    flat, subgoal = (tuple(rates[name, v, layout, mode] for mode in MODES) for v in ("phs", variant))
+                    ratios = "  ".join(f"{mode} {f / g:.2f}x" for mode, f, g in zip(MODES, flat, subgoal, strict=True))
+                    print(f"{name:<12} {variant:<13} {layout:<14} {ratios}")
+    if len(layouts) > 1:
+        print(f"\nlockstep-32 speed-up of each layout over {layouts[0]}")
+        for name in args.domains.split(","):
+            for variant in variants:
+                base = rates[name, variant, layouts[0], "lockstep-32"]
+                gains = "  ".join(f"{layout} {rates[name, variant, layout, 'lockstep-32'] / base:.2f}x"
+                                  for layout in layouts[1:])  # fmt: skip
+                print(f"{name:<12} {variant:<13} {gains}")
 
 if __name__ == "__main__":
     main()

@@ -17,6 +17,7 @@ from sgps.models import (
     mix,
     save_checkpoint,
 )
+from sgps.models.resnet import set_channels_last
 
 SHAPE = (3, 5, 6)
 
@@ -159,8 +160,9 @@ def test_both_variants_give_one_policy_per_code_consistent_with_single_code_cond
 @pytest.mark.parametrize("mixture", ["geometric", "arithmetic"])
 @pytest.mark.parametrize("conditioning", ["code-vector", "decoded-state"])
 def test_the_evaluation_path_equals_one_module_call_per_state_and_code(conditioning, mixture):
-    """The search's batched evaluation (shared features, split first MLP layer, K codes at once)
-    against the plain path: π_hi and π_low called on every (state, code) pair separately."""
+    """The search's batched evaluation (shared features, split first MLP layer, K codes at once,
+    channels-last trunks) against the plain path: π_hi and π_low called on every (state, code)
+    pair separately, trunks in PyTorch's default NCHW layout."""
     torch.manual_seed(3)
     model = SubgoalModel(tiny_config(conditioning, codebook_size=5)).eval()
     states = one_hot_states(7, 11)
@@ -168,7 +170,9 @@ def test_the_evaluation_path_equals_one_module_call_per_state_and_code(condition
         for parameter in model.parameters():  # random weights on every scale, biases included
             parameter.copy_(torch.randn_like(parameter) * 0.3)
         model.vqvae.codebook.vectors.copy_(torch.randn_like(model.vqvae.codebook.vectors))
+        set_channels_last(True)
         log_policy, heuristic = model(states, 0.5, mixture)
+        set_channels_last(False)
         high, low = [], []
         for k in range(5):
             codes = torch.full((7,), k)
@@ -179,3 +183,29 @@ def test_the_evaluation_path_equals_one_module_call_per_state_and_code(condition
                     torch.log_softmax(logits, 1), 0.5, mixture)  # fmt: skip
     torch.testing.assert_close(log_policy, plain, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(heuristic, plain_heuristic, atol=1e-5, rtol=1e-5)
+
+
+@pytest.fixture(autouse=True)
+def default_layout():
+    """Each test leaves the trunk layout as it found it."""
+    previous = set_channels_last(False)
+    yield
+    set_channels_last(previous)
+
+
+@pytest.mark.parametrize("batch_norm", [False, True])
+def test_channels_last_trunks_give_the_nchw_outputs_of_a_flat_network(batch_norm):
+    """The layout option of `sgps.models.resnet` changes nothing but float rounding."""
+    torch.manual_seed(5)
+    network = FlatNetwork(FlatNetworkConfig(SHAPE, 4, channels=16, blocks=2, batch_norm=batch_norm)).eval()
+    states = one_hot_states(9, 2)
+    with torch.no_grad():
+        for parameter in network.parameters():
+            parameter.copy_(torch.randn_like(parameter) * 0.3)
+        set_channels_last(True)
+        fast = network(states)
+        set_channels_last(False)
+        plain = network(states)
+    for a, b in zip(fast, plain, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    assert next(network.parameters()).is_contiguous()  # the weights keep their layout (checkpoints unchanged)
