@@ -88,12 +88,13 @@ class BatchSearcher(Protocol):
     """Searches a batch elsewhere than in this process (`sgps.training.pool.SearchPool`: worker processes).
 
     It holds its own copies of the method's model and is sent the current weights with
-    every batch; the results come back in the order of `levels`.
+    every batch; the results come back in the order of `levels`. `test` searches with the
+    method's test evaluator (the test procedure uses it; the loop never does).
     """
 
     def search(
         self, weights: dict[str, torch.Tensor], levels: Sequence[Any], *, budget: int, epsilon: float,
-        record_graph: bool,
+        record_graph: bool, test: bool = False,
     ) -> list[SearchResult]: ...  # fmt: skip
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import functools
 import hashlib
 import os
 import time
@@ -239,12 +240,7 @@ def test(
         search_batch = None
         if executor == "ray":
             pool = stack.enter_context(RaySearchPool(0, levels.domain, states[0], config, address=ray_address))
-            weights = method.model_weights()
-
-            def search_batch(batch: Sequence[Any], round_budget: int) -> list[SearchResult]:
-                return pool.search(weights, batch, budget=round_budget, epsilon=config.bootstrap.epsilon,
-                                   record_graph=False, test=True)  # fmt: skip
-
+            search_batch = functools.partial(_test_round, pool, method.model_weights(), config.bootstrap.epsilon)
         return run_test(
             levels.domain,
             states,
@@ -256,6 +252,13 @@ def test(
             csv_path=run / "metrics" / f"test-{problems.stem}.csv",
             search_batch=search_batch,
         )
+
+
+def _test_round(
+    pool: BatchSearcher, weights: dict[str, torch.Tensor], epsilon: float, levels: Sequence[Any], budget: int
+) -> list[SearchResult]:
+    """One round of the test procedure on `pool`, with the method's test evaluator."""
+    return pool.search(weights, levels, budget=budget, epsilon=epsilon, record_graph=False, test=True)
 
 
 def subgoals(run: Path, problems: Path, *, index: int = 0, checkpoint: str = "best") -> SubgoalView:
