@@ -87,6 +87,7 @@ def compare(
     """
     if max_batches is not None and max_batches < 1:
         raise ConfigError("--max-batches must be at least 1")
+    out = out.resolve()  # the commands may run elsewhere (Ray tasks on other nodes, other working folders)
     if executor not in EXECUTORS:
         raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
     plan = read_plan(config)

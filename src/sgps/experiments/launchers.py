@@ -19,12 +19,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 #: Seconds a stopped command gets to exit before it is killed.
 STOP_SECONDS = 30
+#: How often a Ray task looks whether its command has ended.
+POLL_SECONDS = 0.5
 
 
 class Launched(Protocol):
@@ -57,13 +60,32 @@ def thread_environment(threads: int) -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
 
 
+def start_child(arguments: Sequence[str], threads: int, output: IO[bytes]) -> subprocess.Popen[bytes]:
+    """``sgps ARGUMENTS`` as a child process with `threads` threads, its output to `output`."""
+    return subprocess.Popen(sgps_command(arguments), stdin=subprocess.DEVNULL, stdout=output,
+                            stderr=subprocess.STDOUT, env=thread_environment(threads))  # fmt: skip
+
+
+def end_child(child: subprocess.Popen[bytes]) -> None:
+    """Terminate `child`, kill it if it has not ended within `STOP_SECONDS`, and wait for it."""
+    child.terminate()
+    try:
+        child.wait(timeout=STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+
+
 class LocalProcess:
     """A child process of this machine and the log file it writes."""
 
     def __init__(self, arguments: Sequence[str], threads: int, log: Path) -> None:
         self._output: IO[bytes] = open(log, "ab")  # noqa: SIM115 (closed when the child ends)
-        self.process = subprocess.Popen(sgps_command(arguments), stdin=subprocess.DEVNULL, stdout=self._output,
-                                        stderr=subprocess.STDOUT, env=thread_environment(threads))  # fmt: skip
+        try:
+            self.process = start_child(arguments, threads, self._output)
+        except BaseException:
+            self._output.close()
+            raise
 
     def poll(self) -> int | None:
         code = self.process.poll()
@@ -72,12 +94,7 @@ class LocalProcess:
         return code
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        end_child(self.process)
         self._output.close()
 
 
@@ -92,12 +109,16 @@ def run_logged(arguments: Sequence[str], threads: int, log: str) -> int:
     """Run ``sgps ARGUMENTS`` to its end with output appended to `log`; its exit status.
 
     The body of a Ray task: it runs on a node of the cluster, with that node's Python.
-    When Ray cancels the task, the interruption ends the child too (`subprocess.run`
-    kills it on any exception).
+    When Ray cancels the task, the interruption ends the child too.
     """
     with open(log, "ab") as output:
-        child = subprocess.run(sgps_command(arguments), stdin=subprocess.DEVNULL, stdout=output,
-                               stderr=subprocess.STDOUT, env=thread_environment(threads), check=False)  # fmt: skip
+        child = start_child(arguments, threads, output)
+        try:
+            while child.poll() is None:  # a polling wait: Ray's cancel interrupts the sleep, not a blocking wait
+                time.sleep(POLL_SECONDS)
+        finally:
+            if child.poll() is None:
+                end_child(child)
     return child.returncode
 
 

@@ -41,6 +41,10 @@ class SearchWorker:
         self.domain = domain
         self.method = build_method(domain, example, config)
 
+    def ready(self) -> bool:
+        """True once the worker is built (Ray waits on it to know an actor has started)."""
+        return True
+
     def search(
         self,
         weights: dict[str, torch.Tensor],

@@ -12,9 +12,12 @@ can search one run's batches:
   problem or per actor;
 - an actor that dies (its node lost, its process killed) is replaced by a new actor,
   which Ray places wherever a CPU is free, and the dead actor's whole share is searched
-  again there. A share's results are kept only when its call returns, so every problem
-  appears exactly once in the batch's results whatever failed; the searches are
-  deterministic, so the re-run gives what the lost one would have.
+  again there; when no replacement starts within `REPLACEMENT_SECONDS` (no CPU left),
+  the pool goes on with one actor fewer and a surviving actor searches the share. A
+  share's results are kept only when its call returns, so every problem appears exactly
+  once in the batch's results whatever failed; the searches are deterministic, so the
+  re-run gives what the lost one would have. An actor that fails in its constructor
+  (a setup error, which would fail again) ends the run with that error.
 
 Without an address `connect` starts a Ray instance on this machine; with one
 (`--ray-address auto`, or the head's `HOST:6379` printed by `ray start --head`) it joins
@@ -25,6 +28,7 @@ travel. Every node needs the same Python environment with `sgps` installed (and 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import warnings
 from collections.abc import Sequence
@@ -42,6 +46,8 @@ from sgps.training.pool import SearchWorker, deal, gather
 EXECUTORS = ("local", "ray")
 #: How often one batch may lose an actor before the run gives up (a cluster that keeps failing).
 MAX_REPLACEMENTS_PER_BATCH = 8
+#: How long a replacement actor may take to start before the pool goes on without it.
+REPLACEMENT_SECONDS = 120.0
 INSTALL_HINT = "pip install -c constraints.txt -e '.[ray]' in a clone, or pip install 'sgps[ray]'"
 
 
@@ -77,16 +83,18 @@ class RaySearchPool:
     def __init__(
         self, workers: int, domain: Domain[Any], example: Any, config: TrainConfig, *, address: str | None = None
     ) -> None:
-        """`workers`: actors to start; 0 means one per CPU of the cluster."""
-        self.ray = connect(address)
-        self.workers = workers or cluster_cpus(self.ray)
-        self._actor_class = self.ray.remote(num_cpus=1)(SearchWorker)
-        self._actor_arguments = (domain, example, config)
-        self.actors = [self._start_actor() for _ in range(self.workers)]
-        self.replaced = 0  # actors replaced after a failure, over the pool's life
+        """`workers`: actors to start; 0 means one per CPU of the cluster.
 
-    def _start_actor(self) -> Any:
-        return self._actor_class.remote(*self._actor_arguments)
+        The actors search on their node's CPU whatever `run.device` says: Ray gives them
+        no GPU (the driver keeps the model it trains where the run asked).
+        """
+        self.ray = connect(address)
+        cpu_config = dataclasses.replace(config, run=dataclasses.replace(config.run, device="cpu"))
+        self._actor_class = self.ray.remote(num_cpus=1)(SearchWorker)
+        self._actor_arguments = (domain, example, cpu_config)
+        count = workers or cluster_cpus(self.ray)
+        self.actors = [self._actor_class.remote(*self._actor_arguments) for _ in range(count)]
+        self.replaced = 0  # actors replaced after a failure, over the pool's life
 
     def search(
         self,
@@ -100,34 +108,50 @@ class RaySearchPool:
     ) -> list[SearchResult]:
         """Search `levels` on the actors; results in input order, each problem exactly once."""
         ray = self.ray
-        shares = deal(levels, self.workers)
+        shares = deal(levels, len(self.actors))
         stored = ray.put(weights)
+        pending: dict[Any, tuple[int, Any]] = {}  # call -> (share, actor)
 
-        def submit(share: int) -> Any:
-            call = self.actors[share].search.remote(stored, shares[share], budget, epsilon, record_graph, test)
-            pending[call] = share
-            return call
+        def submit(share: int, actor: Any) -> None:
+            pending[actor.search.remote(stored, shares[share], budget, epsilon, record_graph, test)] = (share, actor)
 
-        pending: dict[Any, int] = {}
-        for share in range(len(shares)):
-            submit(share)
+        for share, actor in enumerate(self.actors[: len(shares)]):
+            submit(share, actor)
         answers: list[list[SearchResult] | None] = [None] * len(shares)
         failures = 0
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
-            share = pending.pop(ready[0])
+            share, actor = pending.pop(ready[0])
             try:
                 answers[share] = ray.get(ready[0])
             except ray.exceptions.RayActorError as error:
                 failures += 1
+                if getattr(error, "actor_init_failed", False):  # it would fail again: a setup error, not a loss
+                    raise RuntimeError(f"a Ray search actor could not start: {error}") from error
                 if failures > MAX_REPLACEMENTS_PER_BATCH:
                     raise RuntimeError(f"Ray actors failed {failures} times in one batch; last: {error}") from error
                 lost = f"a search actor died ({type(error).__name__}); its {len(shares[share])} problems"
-                warnings.warn(f"{lost} are searched again on a new actor", RuntimeWarning, stacklevel=2)
-                self.actors[share] = self._start_actor()
-                self.replaced += 1
-                submit(share)
+                warnings.warn(f"{lost} are searched again", RuntimeWarning, stacklevel=2)
+                submit(share, self._replace(actor))
         return gather([answer for answer in answers if answer is not None], len(levels))
+
+    def _replace(self, dead: Any) -> Any:
+        """A new actor in the place of `dead`; where none can start (its node is gone and no
+        CPU is free), `dead` leaves the pool and a surviving actor takes its work."""
+        self.ray.kill(dead)
+        index = next(i for i, actor in enumerate(self.actors) if actor is dead)
+        replacement = self._actor_class.remote(*self._actor_arguments)
+        started, _ = self.ray.wait([replacement.ready.remote()], timeout=REPLACEMENT_SECONDS)
+        if started:
+            self.ray.get(started[0])  # raises if the new actor failed in its constructor
+            self.actors[index] = replacement
+            self.replaced += 1
+            return replacement
+        self.ray.kill(replacement)
+        del self.actors[index]
+        if not self.actors:
+            raise RuntimeError(f"no Ray search actor is left, and none could start in {REPLACEMENT_SECONDS} s")
+        return self.actors[index % len(self.actors)]
 
     def close(self) -> None:
         for actor in self.actors:
