@@ -31,7 +31,7 @@ from sgps.experiments.progress import ProgressDisplay
 from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
 from sgps.experiments.tomlfile import dumps
 from sgps.fileio import atomic_write_text
-from sgps.training.ray_pool import EXECUTORS, cluster_cpus, connect
+from sgps.training.ray_pool import check_executor, cluster_cpus, connect
 from sgps.training.rundir import to_toml
 from sgps.training.runner import usable_cores
 
@@ -88,8 +88,7 @@ def compare(
     if max_batches is not None and max_batches < 1:
         raise ConfigError("--max-batches must be at least 1")
     out = out.resolve()  # the commands may run elsewhere (Ray tasks on other nodes, other working folders)
-    if executor not in EXECUTORS:
-        raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    check_executor(executor)
     plan = read_plan(config)
     launcher: Launcher = LocalLauncher()
     cores, node_cores = usable_cores(), None

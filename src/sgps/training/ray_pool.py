@@ -51,6 +51,12 @@ REPLACEMENT_SECONDS = 120.0
 INSTALL_HINT = "pip install -c constraints.txt -e '.[ray]' in a clone, or pip install 'sgps[ray]'"
 
 
+def check_executor(executor: str) -> None:
+    """A `ConfigError` unless `executor` names a backend of `EXECUTORS`."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+
+
 def require_ray() -> ModuleType:
     """The `ray` module, or a `ConfigError` that says how to install it."""
     try:

@@ -24,7 +24,7 @@ from sgps.training.bootstrap import BatchSearcher, Bootstrap, LoopState
 from sgps.training.config import TrainConfig, load_run_config, resolve_config
 from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
 from sgps.training.pool import SearchPool
-from sgps.training.ray_pool import EXECUTORS, RaySearchPool, cluster_cpus, connect
+from sgps.training.ray_pool import RaySearchPool, check_executor, cluster_cpus, connect
 from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, split_problems
 from sgps.training.testing import TestSummary, run_test
@@ -79,8 +79,7 @@ def train(
     if domain and config.run.domain and domain != config.run.domain:
         raise ConfigError(f"--domain {domain} contradicts run.domain = {config.run.domain!r}")
     levels = read_levels(problems, domain or config.run.domain or None)  # refuses files of another domain
-    if executor not in EXECUTORS:
-        raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    check_executor(executor)
     if executor == "ray":  # before anything is written: Ray missing or unreachable is refused here
         ray = connect(ray_address)
         workers = config.run.workers or cluster_cpus(ray)
@@ -229,8 +228,7 @@ def test(
     """
     if budget < 1 or rounds < 1:
         raise ConfigError("--budget and --rounds must be at least 1")
-    if executor not in EXECUTORS:
-        raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    check_executor(executor)
     config = load_run_config(run / "config.toml")
     levels = read_levels(problems, config.run.domain)
     states = levels.states()
