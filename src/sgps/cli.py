@@ -30,6 +30,8 @@ from sgps.experiments import compare, write_report
 from sgps.experiments.summary import terminal_summary
 from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
 from sgps.training import runner
+from sgps.training.methods.hips import run as hips
+from sgps.training.methods.hips.dataset import build_dataset, write_dataset
 from sgps.training.schema import ALGORITHMS
 
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
@@ -97,11 +99,22 @@ def build_parser() -> argparse.ArgumentParser:
     solve_cmd.add_argument("--weight", type=float, default=1.5, help="WA* weight (default: 1.5)")
     solve_cmd.add_argument("--gif", type=Path, metavar="OUT.gif", help="animate the solution found to this GIF file")
 
+    dataset = commands.add_parser(
+        "dataset", help="solve training levels exactly and write their trajectories (HIPS-ε's offline data)"
+    )
+    dataset.add_argument("domain", help="domain name")
+    dataset.add_argument("--problems", required=True, type=Path, help="training level file or folder")
+    dataset.add_argument("--out", required=True, type=Path, help="dataset file to write (.npz)")
+    dataset.add_argument(
+        "--max-states", type=int, help="exact solver state cap per level (default: 2M, fewer on large levels)"
+    )
+
     train_cmd = commands.add_parser("train", help="train a policy / heuristic with the Bootstrap process")
-    train_cmd.add_argument("--problems", required=True, type=Path, help="training level file or folder")
+    train_cmd.add_argument("--problems", type=Path, help="training level file or folder")
+    train_cmd.add_argument("--dataset", type=Path, help="hips-eps: the trajectories `sgps dataset` wrote")
     train_cmd.add_argument("--out", required=True, type=Path, help="run directory")
     train_cmd.add_argument("--domain", help="domain of the level files (when they do not name it)")
-    train_cmd.add_argument("--algorithm", choices=ALGORITHMS, help="default: phs")
+    train_cmd.add_argument("--algorithm", choices=(*ALGORITHMS, hips.ALGORITHM), help="default: phs")
     train_cmd.add_argument("--validation", type=Path, help="validation levels (default: a split of --problems)")
     train_cmd.add_argument("--config", type=Path, help="TOML file with [run] [network] [learner] [bootstrap]")
     train_cmd.add_argument("--preset", choices=("tiny", "cpu", "paper"), help="default: cpu")
@@ -363,7 +376,35 @@ def _add_executor_options(command: argparse.ArgumentParser, help_text: str) -> N
     )  # fmt: skip
 
 
+def cmd_dataset(args: argparse.Namespace) -> int:
+    """Solve every level of --problems with the exact solver and write the solved ones' trajectories."""
+    if args.max_states is not None:
+        _check_range("--max-states", args.max_states, 1)
+    levels = read_levels(args.problems, args.domain)
+
+    def progress(done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            print(f"\rsolved {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+    built = build_dataset(levels.domain, levels.levels, max_states=args.max_states, progress=progress)
+    for name, reason in built.skipped:
+        print(f"skipped {name}: {reason}")
+    if not built.dataset.trajectories:
+        raise ConfigError(f"{args.problems}: the solver finished none of the {len(levels)} levels; nothing written")
+    write_dataset(args.out, built.dataset)
+    print(f"wrote {len(built.dataset.trajectories)} trajectories ({built.dataset.transitions:,} transitions, "
+          f"{len(built.skipped)} levels skipped) -> {args.out}")  # fmt: skip
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.algorithm == hips.ALGORITHM:
+        return _train_hips(args)
+    if args.dataset is not None:
+        algorithm = args.algorithm or "phs"
+        raise ConfigError(f"--dataset is for --algorithm {hips.ALGORITHM}; {algorithm} learns from --problems")
+    if args.problems is None:
+        raise ConfigError("--problems is required: the training levels")
     overrides: dict[str, dict[str, object]] = {"run": {}, "bootstrap": {}, "subgoal": {}, "search": {}, "learner": {}}
     for section, key, value in (
         ("search", "levin_plus_one", args.levin_plus_one),
@@ -406,6 +447,26 @@ def cmd_train(args: argparse.Namespace) -> int:
         f"best validation {max(state.best_validation, 0)} solved, budget now {state.train_budget:,}, "
         f"{state.seconds:.0f} s -> {args.out}"
     )
+    return 0
+
+
+def _train_hips(args: argparse.Namespace) -> int:
+    """`sgps train --algorithm hips-eps --dataset DATA`: offline training, no Bootstrap."""
+    if (args.dataset is None) == (args.problems is None):
+        raise ConfigError(f"--algorithm {hips.ALGORITHM} learns offline: give --dataset (written by `sgps dataset`) "
+                          "or --problems (solved first with the exact solver)")  # fmt: skip
+    ignored = [name for name, value in (("--validation", args.validation), ("--resume", args.resume),
+               ("--executor ray", args.executor == "ray"), ("--max-batches", args.max_batches)) if value]  # fmt: skip
+    if ignored:
+        unused = ", ".join(ignored)
+        raise ConfigError(f"{unused}: not used by --algorithm {hips.ALGORITHM}, which learns offline")
+    if args.threads is not None:
+        _check_range("--threads", args.threads, 1)
+    settings, count = hips.train(args.dataset, args.out, problems=args.problems, domain=args.domain,
+                                 preset=args.preset or "cpu",
+                                 config_file=args.config, seed=args.seed or 0, device=args.device or "cpu",
+                                 overwrite=args.overwrite, threads=args.threads)  # fmt: skip
+    print(f"trained {hips.ALGORITHM} on {count} trajectories (K = {settings.codebook_size}) -> {args.out}")
     return 0
 
 
@@ -501,6 +562,7 @@ def film_strip(domain: Any, trajectory: Sequence[Any], frames: int = 6, cell: in
 
 
 COMMANDS = {
+    "dataset": cmd_dataset,
     "generate": cmd_generate,
     "show": cmd_show,
     "solve": cmd_solve,

@@ -109,7 +109,8 @@ def compare(
         queue = []
         for run in plan.runs:
             run_config = out / "configs" / f"{run.name}.toml"
-            atomic_write_text(run_config, to_toml(run.config.as_dict()))
+            settings = run.config.as_dict() if run.config is not None else {"hips": dict(run.hips or {})}
+            atomic_write_text(run_config, to_toml(settings))
             queue.append(Job(run, out / "runs" / run.name, run_config, out / "logs" / f"{run.name}.log",
                              plan.train_count(run, total)))  # fmt: skip
         display = ProgressDisplay(stream or sys.stdout)

@@ -30,6 +30,7 @@ from sgps.domains.base import Domain
 from sgps.domains.generation import generate_levels, resolve_params
 from sgps.errors import ConfigError, SgpsError
 from sgps.training.config import PRESETS, SECTIONS, TrainConfig, read_toml, resolve_config
+from sgps.training.methods.hips import run as hips
 from sgps.training.schema import ALGORITHMS, InvalidSettingError, check_value
 from sgps.training.setup import split_problems
 
@@ -102,8 +103,8 @@ class RunSpec:
     variant: str
     algorithm: str
     seed: int
-    config: TrainConfig
-
+    config: TrainConfig | None  # None for HIPS-ε, which trains offline (`hips`)
+    hips: Mapping[str, Any] | None = None  # HIPS-ε: the [hips] settings over the preset
 
 @dataclass(frozen=True)
 class ComparePlan:
@@ -122,7 +123,7 @@ class ComparePlan:
 
     def train_count(self, run: RunSpec, total: int) -> int:
         """Training problems of `run` when the training set holds `total` (validation split off)."""
-        if self.validation is not None:
+        if self.validation is not None or run.config is None:  # HIPS-ε solves and learns from every one
             return total
         return len(split_problems(list(range(total)), run.config.run.validation_fraction, run.seed)[0])
 
@@ -162,8 +163,10 @@ def parse_plan(document: Mapping[str, Any], origin: str, base: Path, *, check_fi
         variants[name] = _variant(variant_tables.table(name), name)
     variant_tables.finish()
     for name in names:
+        if name == hips.ALGORITHM:  # trained offline: no training config to vary
+            continue
         if name not in ALGORITHMS and name not in variants:
-            known = ", ".join(ALGORITHMS)
+            known = ", ".join((*ALGORITHMS, hips.ALGORITHM))
             raise head.error("algorithms", f"unknown algorithm {name!r} (algorithms: {known}, or a [variants] name)")
         variants.setdefault(name, (name, {}))
 
@@ -193,8 +196,11 @@ def parse_plan(document: Mapping[str, Any], origin: str, base: Path, *, check_fi
         for where, sections in [("train", overrides), *((f"variants.{n}", v[1]) for n, v in variants.items())]:
             if "validation_fraction" in sections.get("run", {}):
                 raise ConfigError(f"{origin}: {where}.run.validation_fraction: set by problems.train.validation")
+    hips_settings = _hips_settings(top, preset, hips.ALGORITHM in names)
     runs = tuple(
-        _run(origin, name, seed, variants[name], overrides, preset, domain_name, held_out, train.count)
+        RunSpec(f"{name}-s{seed}", name, name, seed, None, hips_settings)
+        if name == hips.ALGORITHM
+        else _run(origin, name, seed, variants[name], overrides, preset, domain_name, held_out, train.count)
         for seed in seeds
         for name in names
     )
@@ -212,6 +218,8 @@ def parse_plan(document: Mapping[str, Any], origin: str, base: Path, *, check_fi
         "variants": {name: {"algorithm": algorithm, **extra} for name, (algorithm, extra) in variants.items()},
         "paper": {name: _paper_entry(numbers) for name, numbers in paper.items()},
     }
+    if hips_settings:
+        resolved["hips"] = dict(hips_settings)
     if validation is not None:
         resolved["problems"]["validation"] = validation.resolved()
     return ComparePlan(domain_name, tuple(names), tuple(seeds), train, held_out, validation, tests, runs, paper,
@@ -300,6 +308,19 @@ def _run(
     except SgpsError as error:
         raise ConfigError(f"{origin}: {'variants.' + name if own else 'train'}: {error}") from None
     return RunSpec(f"{name}-s{seed}", name, algorithm, seed, config)
+
+
+def _hips_settings(top: _Table, preset: str, used: bool) -> dict[str, Any]:
+    """The `[hips]` table (HIPS-ε's settings over the preset), checked; only with hips-eps in compare.algorithms."""
+    if "hips" not in top.values:
+        return {}
+    table = top.table("hips")
+    if not used:
+        raise top.error("hips", f"settings of {hips.ALGORITHM}, which compare.algorithms does not list")
+    hips.resolve_settings(preset, None, table.values, origin=table.origin)
+    table.seen.update(table.values)
+    table.finish()
+    return dict(table.values)
 
 
 def _source(table: _Table, base: Path, domain: Domain[Any], check_files: bool) -> ProblemSource:

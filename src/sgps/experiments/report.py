@@ -32,7 +32,10 @@ from sgps.experiments.problems import count_levels, problem_files
 from sgps.experiments.results import RunResult, TestResult, load_results
 from sgps.fileio import atomic_write_text
 
-LABELS = {"phs": "PHS*(π)", "levin": "LevinTS(π)", "wastar": "WA*", "phs-sg": "PHS*(π^SG)", "levin-sg": "LevinTS(π^SG)"}
+LABELS = {"phs": "PHS*(π)", "levin": "LevinTS(π)", "wastar": "WA*", "phs-sg": "PHS*(π^SG)", "levin-sg": "LevinTS(π^SG)",
+          "hips-eps": "HIPS-ε"}  # fmt: skip
+#: Trained offline, from the exact solver's trajectories: no training searches, no learning curve.
+OFFLINE_ALGORITHMS = ("hips-eps",)
 SUBGOAL_ALGORITHMS = ("phs-sg", "levin-sg")
 
 
@@ -100,6 +103,11 @@ def _test_table(
              f"(up to {cap:,}); expansions and length are means over the solved problems.", ""]  # fmt: skip
     header = ["algorithm", "seeds", "solved", "expansions", "length", "best seed", "best: solved",
               "best: expansions", "best: length"]  # fmt: skip
+    steps_column = any(plan.algorithm_of(v) in OFFLINE_ALGORITHMS for v in plan.variants)
+    if steps_column:  # HIPS-ε's budget does not count its rollouts: compare the simulator's work too
+        lines[-1] += (" Low-level steps: primitive transitions computed per solved problem (HIPS-ε's"
+                      " rollouts included), which HIPS-ε's expansions do not count.")  # fmt: skip
+        header.insert(4, "low-level steps")
     paper_column = with_paper and any(plan.paper.get(v, PaperNumbers()).test for v in plan.variants)
     if paper_column:
         header.append("paper: solved / expansions / length")
@@ -115,6 +123,8 @@ def _test_table(
                _spread([s.mean_expansions for s in scores], _decimal),
                _spread([s.mean_length for s in scores], _decimal), str(seed), str(best.solved),
                _decimal(best.mean_expansions), _decimal(best.mean_length)]  # fmt: skip
+        if steps_column:
+            row.insert(4, _spread([s.mean_steps for s in scores], _count))
         if paper_column:
             row.append(_paper_test(plan.paper.get(variant, PaperNumbers()).test))
         lines.append(_table_row(row))
@@ -142,6 +152,8 @@ def _training_table(plan: ComparePlan, finished: Sequence[RunResult], label: Cal
         row = [label(variant), str(len(runs)), _spread([r.total_expansions for r in runs], _count),
                _spread([r.hours for r in runs], _hours), _spread([r.solved for r in runs], _count),
                _spread([r.train_count for r in runs], _count)]  # fmt: skip
+        if plan.algorithm_of(variant) in OFFLINE_ALGORITHMS:
+            row[2], row[4] = "offline (solver trajectories)", "-"
         if paper_column:
             numbers = plan.paper.get(variant, PaperNumbers()).train
             row.append(" / ".join([_count(numbers[0]), _decimal(numbers[1]), _count(numbers[2])]) if numbers else "")

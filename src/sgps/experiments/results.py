@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from sgps.experiments.plan import ComparePlan, RunSpec
-from sgps.experiments.runstate import loop_state, test_csv
+from sgps.experiments.runstate import loop_state, test_csv, training_finished
 from sgps.training.rundir import RunDirectory
 
 
@@ -39,6 +39,7 @@ class TestResult:
     mean_expansions: float | None
     mean_length: float | None
     total_length: int  # of the solved problems (the tie-break of spec 6.8)
+    mean_steps: float | None = None  # primitive transitions per solved problem (None: not recorded)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,10 @@ def load_results(plan: ComparePlan, out: Path, train_total: int) -> list[RunResu
     results = []
     for spec in plan.runs:
         path = out / "runs" / spec.name
+        if spec.config is None:
+            if (path / "config.toml").exists():
+                results.append(_offline_result(plan, spec, path, train_total))
+            continue
         state = loop_state(path)
         if state is None:
             continue
@@ -92,18 +97,31 @@ def load_results(plan: ComparePlan, out: Path, train_total: int) -> list[RunResu
     return results
 
 
+def _offline_result(plan: ComparePlan, spec: RunSpec, path: Path, train_total: int) -> RunResult:
+    """HIPS-ε's run: no training searches (no curve); its hours are the offline training's."""
+    rows = RunDirectory(path, ("seconds",)).read("learning")
+    seconds = float(rows[-1]["seconds"]) if rows and rows[-1].get("seconds") else 0.0
+    tests = {test.name: read_test(test_csv(path, test.name)) for test in plan.tests
+             if test_csv(path, test.name).exists()}  # fmt: skip
+    settings = tomllib.loads((path / "config.toml").read_text())
+    return RunResult(spec, training_finished(path), tests, None, plan.train_count(spec, train_total), seconds / 3600,
+                     None, settings)  # fmt: skip
+
+
 def read_test(path: Path) -> TestResult:
     """A test CSV (round, problem, solved, expanded, generated, length, budget, seconds) summed up."""
     rows = RunDirectory(path.parent.parent).read(path.stem)
     solved = [row for row in rows if row["solved"] == "1"]
     count = len(solved)
     lengths = [int(row["length"]) for row in solved]
+    steps = [int(row["steps"]) for row in solved if row.get("steps")]
     return TestResult(
         problems=len({row["problem"] for row in rows}),
         solved=count,
         mean_expansions=sum(int(row["expanded"]) for row in solved) / count if count else None,
         mean_length=sum(lengths) / count if count else None,
         total_length=sum(lengths),
+        mean_steps=sum(steps) / len(steps) if steps else None,
     )
 
 

@@ -32,7 +32,7 @@ from sgps.experiments.launchers import Launched, Launcher, LocalLauncher
 from sgps.experiments.plan import ComparePlan, RunSpec, TestSet
 from sgps.experiments.problems import ProblemFiles
 from sgps.experiments.progress import ProgressDisplay
-from sgps.experiments.runstate import loop_state, test_csv, training_progress
+from sgps.experiments.runstate import loop_state, test_csv, training_finished, training_progress
 
 POLL_SECONDS = 0.5
 WAITING, DONE, PAUSED, FAILED = "waiting", "done", "paused", "failed"
@@ -108,9 +108,12 @@ class Scheduler:
 
     def _next_step(self, job: Job) -> tuple[str, list[str]] | None:
         """The job's next command (and its status), or None when nothing is left to do now."""
-        state = loop_state(job.path)
-        if state is None or not state["finished"]:
-            return None if job.trained else ("training", self._train_command(job, resume=state is not None))
+        if not training_finished(job.path):
+            if job.trained:
+                return None
+            if job.run.config is None:
+                return "training", self._offline_train_command(job)
+            return "training", self._train_command(job, resume=loop_state(job.path) is not None)
         for test in self.plan.tests:
             if not test_csv(job.path, test.name).exists():
                 return f"testing {test.name}", self._test_command(job, test)
@@ -120,8 +123,7 @@ class Scheduler:
         """Start the job's next command; False (and a final status) when it has none."""
         step = self._next_step(job)
         if step is None:
-            state = loop_state(job.path)
-            job.status = DONE if state is not None and state["finished"] else PAUSED
+            job.status = DONE if training_finished(job.path) else PAUSED
             if job.commands:
                 self.display.event(f"{job.run.name}: {job.status}")
             return False
@@ -159,6 +161,13 @@ class Scheduler:
         if self.max_batches is not None:
             command += ["--max-batches", str(self.max_batches)]
         return command
+
+    def _offline_train_command(self, job: Job) -> list[str]:
+        """HIPS-ε: solve the training problems, learn from their solutions (from scratch each time)."""
+        preset = self.plan.resolved["compare"]["preset"]
+        return [*self.prefix, "train", "--algorithm", job.run.algorithm, "--problems", str(self.files.train),
+                "--out", str(job.path), "--config", str(job.config), "--preset", preset,
+                "--seed", str(job.run.seed), "--threads", str(self.concurrency.threads), "--overwrite"]  # fmt: skip
 
     def _test_command(self, job: Job, test: TestSet) -> list[str]:
         return [*self.prefix, "test", str(job.path), "--problems", str(self.files.tests[test.name]),

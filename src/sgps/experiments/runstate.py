@@ -43,6 +43,15 @@ def loop_state(run: Path) -> dict[str, Any] | None:
     return dict(payload["loop"])
 
 
+def training_finished(run: Path) -> bool:
+    """Whether the run's training has ended: its loop state says so, or, for HIPS-ε (trained
+    offline, without a loop), its checkpoint exists (written last, atomically)."""
+    state = loop_state(run)
+    if state is not None:
+        return bool(state["finished"])
+    return (run / "checkpoints" / "latest.safetensors").exists() and (run / "dataset.npz").exists()
+
+
 def test_csv(run: Path, test: str) -> Path:
     """Where `sgps test` writes the per-problem rows of test set `test` (its level file's stem)."""
     return run / "metrics" / f"test-{test}.csv"

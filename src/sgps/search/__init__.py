@@ -5,11 +5,13 @@ states, so one engine serves exact, buffered and lockstep evaluation. This packa
 does not import torch: evaluators are any callables returning numpy arrays.
 """
 
+from sgps.search.children import ChildGenerator, Edge
 from sgps.search.costs import (
     ALGORITHM_NAMES,
     Algorithm,
     astar_cost,
     gbfs_cost,
+    hips_cost,
     levin_cost,
     make_algorithm,
     noisy_log_policy,
@@ -25,13 +27,16 @@ __all__ = [
     "ALGORITHM_NAMES",
     "Algorithm",
     "BestFirstSearch",
+    "ChildGenerator",
     "DomainHeuristic",
+    "Edge",
     "Evaluator",
     "SearchGraph",
     "SearchResult",
     "UniformPolicy",
     "astar_cost",
     "gbfs_cost",
+    "hips_cost",
     "levin_cost",
     "make_algorithm",
     "noisy_log_policy",

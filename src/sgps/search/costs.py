@@ -16,6 +16,8 @@ import numpy as np
 LOG_EPSILON = 1e-8
 
 CostFunction = Callable[[int, float, float], float]
+#: A cost that also reads the node's low-level distance (g counts search edges, dist primitive actions).
+DistanceCostFunction = Callable[[int, float, float, int], float]
 
 
 def levin_cost(g: int, log_pi: float, h: float = 0.0, *, plus_one: bool = False) -> float:
@@ -39,6 +41,19 @@ def phs_cost(g: int, log_pi: float, h: float) -> float:
         return 0.0
     h = max(h, 0.0)
     return math.log(g + h + LOG_EPSILON) - (1.0 + h / g) * log_pi
+
+
+def hips_cost(g: int, log_pi: float, h: float, dist: int) -> float:
+    """HIPS-ε's PHS*-like cost (spec/algorithms.md 8.3): ln(g m) - m ln π with m = 1 + max(h, 0)/dist.
+
+    g counts search edges (a subgoal edge is one), dist the primitive actions from the
+    root, so the heuristic's low-level distance is compared with the low-level distance
+    travelled. The root (g = 0) costs 0.
+    """
+    if g == 0:
+        return 0.0
+    m = 1.0 + max(h, 0.0) / max(dist, 1)
+    return math.log(g * m) - m * log_pi
 
 
 def wastar_cost(g: int, log_pi: float, h: float, *, weight: float = 1.5) -> float:
@@ -85,12 +100,13 @@ class Algorithm:
     """
 
     name: str
-    cost: CostFunction
+    cost: CostFunction | DistanceCostFunction
     uses_policy: bool
     uses_heuristic: bool
     goal_test_at_expansion: bool = False
     reopen: bool = False
     lazy_duplicates: bool = False
+    uses_distance: bool = False  # the cost is a `DistanceCostFunction`
 
     def __post_init__(self) -> None:
         if self.lazy_duplicates and self.reopen:
@@ -107,6 +123,7 @@ def make_algorithm(name: str, *, weight: float = 1.5, plus_one: bool = False, du
 
     `plus_one`: LevinTS with the paper's (d + 1)/π instead of the code's g/π.
     `duplicates`: one of `DUPLICATE_RULES` (A* always reopens instead).
+    ``hips`` is HIPS-ε's cost; its search takes ln π from a child generator's edges.
     """
     if duplicates not in DUPLICATE_RULES:
         raise ValueError(f"duplicates must be one of {', '.join(DUPLICATE_RULES)}, not {duplicates!r}")
@@ -135,7 +152,9 @@ def make_algorithm(name: str, *, weight: float = 1.5, plus_one: bool = False, du
         return Algorithm("gbfs", gbfs_cost, uses_policy=False, uses_heuristic=True, lazy_duplicates=lazy)
     if name == "bfs":
         return Algorithm("bfs", uniform_cost, uses_policy=False, uses_heuristic=False, lazy_duplicates=lazy)
-    raise ValueError(f"unknown search algorithm {name!r}; choose from {', '.join(ALGORITHM_NAMES)}")
+    if name == "hips":
+        return Algorithm("hips", hips_cost, uses_policy=False, uses_heuristic=True, uses_distance=True)
+    raise ValueError(f"unknown search algorithm {name!r}; choose from {', '.join(ALGORITHM_NAMES)} (or hips)")
 
 
 ALGORITHM_NAMES = ("bfs", "astar", "wastar", "gbfs", "levin", "phs")

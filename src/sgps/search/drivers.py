@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from sgps.domains.base import Domain
+from sgps.search.children import ChildGenerator
 from sgps.search.costs import Algorithm
 from sgps.search.engine import BestFirstSearch, SearchResult
 from sgps.search.evaluators import Evaluator
@@ -72,12 +73,14 @@ def search_lockstep(
     budget: int | None = None,
     epsilon: float = 0.01,
     record_graph: bool = False,
+    children: ChildGenerator[Any] | None = None,
 ) -> list[SearchResult]:
-    """Search every root in lockstep (exact order per search, one evaluator batch per round)."""
-    searches = [
-        BestFirstSearch(domain, root, algorithm, budget=budget, epsilon=epsilon, record_graph=record_graph)
-        for root in roots
-    ]
+    """Search every root in lockstep (exact order per search, one evaluator batch per round).
+
+    `children`: expand through this generator (`sgps.search.children`) instead of one child per action.
+    """
+    options = {"budget": budget, "epsilon": epsilon, "record_graph": record_graph, "children": children}
+    searches = [BestFirstSearch(domain, root, algorithm, **options) for root in roots]
     return run_lockstep(searches, evaluator)
 
 

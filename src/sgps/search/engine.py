@@ -30,6 +30,16 @@ With `Algorithm.lazy_duplicates` the engine follows the paper's best-first searc
 (its Algorithm 1) instead: every non-goal child gets a node of its own and enters
 the open list; a popped node whose state was already expanded counts as an expansion
 (against the budget) and is skipped. The recorded graph is then the search tree.
+
+A `ChildGenerator` (`sgps.search.children`) replaces the one-child-per-action
+expansion: it returns the node's outgoing edges, each a sequence of primitive actions
+with its own probability (HIPS-ε's subgoal and primitive children, spec 8.3). The
+engine then keeps each node's low-level distance (the number of primitive actions
+from the root, which an `Algorithm.uses_distance` cost reads), takes ln π from the
+edges instead of asking for a policy, and returns the solution as primitive actions.
+Duplicates, goal test at generation and the budget work as above. `domain_steps`
+counts every primitive transition the search computed, the generator's rollouts
+included, so searches of different kinds can be compared by their simulator work.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ from typing import Any, Generic, Literal, TypeVar
 import numpy as np
 
 from sgps.domains.base import Domain
+from sgps.search.children import ChildGenerator
 from sgps.search.costs import Algorithm, noisy_log_policy
 from sgps.search.graph import SearchGraph
 
@@ -63,6 +74,7 @@ class SearchResult:
     seconds: float  # wall time from the start of the search to its end, evaluations included
     solution_log_prob: float | None  # ln π of the goal node (noisy policy), policy searches only
     graph: SearchGraph | None = None  # when the search was asked to record it
+    domain_steps: int = 0  # primitive transitions computed (expansions' children and any rollouts)
 
     @property
     def solved(self) -> bool:
@@ -87,6 +99,7 @@ class BestFirstSearch(Generic[S]):
         epsilon: float = 0.01,
         batch_size: int = 1,
         record_graph: bool = False,
+        children: ChildGenerator[S] | None = None,
     ) -> None:
         if budget is not None and budget < 1:
             raise ValueError(f"the expansion budget must be at least 1 (or None), got {budget}")
@@ -100,8 +113,10 @@ class BestFirstSearch(Generic[S]):
         self.epsilon = epsilon
         self.batch_size = batch_size
         self.record_graph = record_graph
+        self.children = children
         self.expanded = 0
         self.generated = 0
+        self.domain_steps = 0
         self._num_actions = domain.num_actions
         self._states: list[S] = [root]
         self._parent = array("i", [-1])
@@ -115,6 +130,8 @@ class BestFirstSearch(Generic[S]):
         self._pending: list[int] = [0]
         self._superseded: set[int] = set()
         self._edges = array("i")  # rediscovery edges, flattened pairs
+        self._dist = array("i", [0])  # low-level distance from the root, with a child generator
+        self._edge_actions: list[tuple[int, ...]] = [()]  # primitive actions into each node, with a generator
         self._started = time.perf_counter()
         self._result: SearchResult | None = None
         if domain.is_goal(root):
@@ -167,8 +184,13 @@ class BestFirstSearch(Generic[S]):
         else:
             h_values = [0.0] * count
         cost, g, log_p, open_list = algorithm.cost, self._g, self._log_p, self._open
-        for node, h in zip(pending, h_values, strict=True):
-            heapq.heappush(open_list, (cost(g[node], log_p[node], h), node))
+        if algorithm.uses_distance:
+            dist = self._dist if self.children is not None else g
+            for node, h in zip(pending, h_values, strict=True):
+                heapq.heappush(open_list, (cost(g[node], log_p[node], h, dist[node]), node))
+        else:
+            for node, h in zip(pending, h_values, strict=True):
+                heapq.heappush(open_list, (cost(g[node], log_p[node], h), node))
         self.generated += count
         self._pending = []
 
@@ -188,6 +210,9 @@ class BestFirstSearch(Generic[S]):
             self.generated += len(self._pending)
             self._pending = []
             self._finish("budget")
+            return
+        if self.children is not None:
+            self._expand_edges(node, state, self.children)
             return
         if self.algorithm.lazy_duplicates:
             self._expand_lazily(node, state)
@@ -212,6 +237,7 @@ class BestFirstSearch(Generic[S]):
                     continue
                 self._superseded.add(known)
             if test_goal and domain.is_goal(child):
+                self.domain_steps += action + 1
                 self._finish("solved", goal_parent=node, goal_action=action, goal_state=child)
                 return
             if domain.is_dead(child):
@@ -224,6 +250,7 @@ class BestFirstSearch(Generic[S]):
             self._g.append(child_g)
             self._log_p.append(parent_log_p + self._policy[row + action] if uses_policy else 0.0)
             self._pending.append(child_id)
+        self.domain_steps += self._num_actions
 
     def _expand_lazily(self, node: int, state: S) -> None:
         """Expand `node` unless its state was expanded before; every child becomes a new node."""
@@ -236,6 +263,7 @@ class BestFirstSearch(Generic[S]):
         for action in range(self._num_actions):
             child = domain.step(state, action)
             if domain.is_goal(child):
+                self.domain_steps += action + 1
                 self._finish("solved", goal_parent=node, goal_action=action, goal_state=child)
                 return
             if domain.is_dead(child):
@@ -246,14 +274,53 @@ class BestFirstSearch(Generic[S]):
             self._g.append(child_g)
             self._log_p.append(parent_log_p + self._policy[row + action] if uses_policy else 0.0)
             self._pending.append(len(self._states) - 1)
+        self.domain_steps += self._num_actions
+
+    def _expand_edges(self, node: int, state: S, children: ChildGenerator[S]) -> None:
+        """Expand `node` through the generator's edges: eager duplicates, goal test at generation."""
+        edges, steps = children.expand(state)
+        self.domain_steps += steps
+        domain, ids = self.domain, self._ids
+        child_g, parent_dist, parent_log_p = self._g[node] + 1, self._dist[node], self._log_p[node]
+        for edge in edges:
+            key = domain.key(edge.state)
+            known = ids.get(key)
+            if known is not None:
+                if self.record_graph and known != node:
+                    self._edges.extend((node, known) if node < known else (known, node))
+                continue
+            if domain.is_goal(edge.state):
+                self._finish("solved", goal_parent=node, goal_state=edge.state, goal_edge=edge.actions,
+                             goal_log_prob=edge.log_prob)  # fmt: skip
+                return
+            if domain.is_dead(edge.state):
+                continue
+            child_id = len(self._states)
+            ids[key] = child_id
+            self._states.append(edge.state)
+            self._parent.append(node)
+            self._action.append(edge.actions[0] if len(edge.actions) == 1 else -1)
+            self._g.append(child_g)
+            self._dist.append(parent_dist + len(edge.actions))
+            self._edge_actions.append(edge.actions)
+            self._log_p.append(parent_log_p + edge.log_prob)
+            self._pending.append(child_id)
 
     # -- results ----------------------------------------------------------------------
 
     def _finish(
-        self, status: Status, goal_parent: int | None = None, goal_action: int = -1, goal_state: S | None = None
+        self,
+        status: Status,
+        goal_parent: int | None = None,
+        goal_action: int = -1,
+        goal_state: S | None = None,
+        goal_edge: tuple[int, ...] = (),
+        goal_log_prob: float = 0.0,
     ) -> None:
         states = actions = log_prob = None
-        if status == "solved":
+        if status == "solved" and self.children is not None:
+            states, actions, log_prob = self._edge_solution(goal_parent, goal_edge, goal_log_prob)
+        elif status == "solved":
             nodes: list[int] = []
             node = -1 if goal_parent is None else goal_parent
             while node >= 0:
@@ -280,7 +347,24 @@ class BestFirstSearch(Generic[S]):
             time.perf_counter() - self._started,
             log_prob,
             self._graph() if self.record_graph else None,
+            self.domain_steps,
         )
+
+    def _edge_solution(
+        self, goal_parent: int | None, goal_edge: tuple[int, ...], goal_log_prob: float
+    ) -> tuple[tuple[Any, ...], tuple[int, ...], float]:
+        """States, primitive actions and ln π of a solution found through a child generator."""
+        nodes: list[int] = []
+        node = -1 if goal_parent is None else goal_parent
+        while node > 0:
+            nodes.append(node)
+            node = self._parent[node]
+        actions = [a for n in reversed(nodes) for a in self._edge_actions[n]] + list(goal_edge)
+        states = [self._states[0]]
+        for action in actions:  # the low-level states between subgoals, replayed (true dynamics)
+            states.append(self.domain.step(states[-1], action))
+        log_prob = 0.0 if goal_parent is None else self._log_p[goal_parent] + goal_log_prob
+        return tuple(states), tuple(actions), log_prob
 
     def _graph(self) -> SearchGraph:
         parents = np.frombuffer(self._parent, dtype=np.int32).copy()

@@ -22,6 +22,7 @@ from sgps.fileio import atomic_write_text
 from sgps.search.engine import SearchResult
 from sgps.training.bootstrap import BatchSearcher, Bootstrap, LoopState
 from sgps.training.config import TrainConfig, load_run_config, resolve_config
+from sgps.training.methods.hips import run as hips
 from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
 from sgps.training.pool import SearchPool
 from sgps.training.ray_pool import RaySearchPool, check_executor, cluster_cpus, connect
@@ -229,6 +230,10 @@ def test(
     if budget < 1 or rounds < 1:
         raise ConfigError("--budget and --rounds must be at least 1")
     check_executor(executor)
+    if hips.is_hips_run(run):
+        if executor != "local":
+            raise ConfigError(f"{run}: a {hips.ALGORITHM} run is tested in this process; drop --executor {executor}")
+        return hips.test(run, problems, budget=budget, rounds=rounds, checkpoint=checkpoint_path(run, checkpoint))
     config = load_run_config(run / "config.toml")
     levels = read_levels(problems, config.run.domain)
     states = levels.states()

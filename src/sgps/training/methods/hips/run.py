@@ -1,0 +1,198 @@
+"""`sgps train --algorithm hips-eps` and `sgps test` of a HIPS-ε run directory.
+
+HIPS-ε is trained offline, from a dataset (`sgps dataset`), not by the Bootstrap loop;
+its run directory has the usual layout (`sgps.training.rundir`): ``config.toml`` with a
+``[run]`` section (algorithm ``hips-eps``, domain, device, seed, the dataset's path)
+and a ``[hips]`` section (`HipsSettings`), ``metrics/learning.csv`` with one row per
+phase and epoch, ``checkpoints/latest.safetensors`` and ``log.txt``. `sgps test` runs
+the test procedure of the other algorithms with HIPS-ε's hybrid search.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from sgps.domains.levels import read_levels
+from sgps.errors import ConfigError
+from sgps.models.checkpoint import load_checkpoint, save_checkpoint
+from sgps.models.hips import HipsConfig, HipsModel
+from sgps.search.costs import make_algorithm
+from sgps.search.drivers import search_lockstep
+from sgps.training.config import read_toml
+from sgps.training.methods.hips.dataset import build_dataset, read_dataset, write_dataset
+from sgps.training.methods.hips.learner import HipsLearner, HipsSettings
+from sgps.training.methods.hips.search import HipsHeuristic, HybridChildren
+from sgps.training.rundir import RunDirectory
+from sgps.training.setup import pick_device
+from sgps.training.testing import TestSummary, run_test
+from sgps.version import sgps_version
+
+ALGORITHM = "hips-eps"
+#: Network sizes and training lengths: `tiny` for tests, `cpu` for a CPU, `paper` the defaults (spec 8.2).
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {"channels": 8, "blocks": 1, "codebook_size": 8, "code_dim": 16, "vq_channels": 8, "vq_blocks": 1,
+             "minibatch": 32, "warm_start_epochs": 2, "segmentation_rounds": 2, "epochs": 4},
+    "cpu": {"channels": 32, "blocks": 2, "code_dim": 32, "vq_channels": 32, "vq_blocks": 2},
+    "paper": {},
+}  # fmt: skip
+LEARNING_COLUMNS = ("phase", "loss", "detector_loss", "segment", "seconds")
+
+
+def resolve_settings(
+    preset: str, file: Path | None = None, overrides: Mapping[str, Any] | None = None, origin: str = "command line"
+) -> HipsSettings:
+    """A preset, then the `[hips]` table of `file`, then `overrides` (from `origin`), each key checked."""
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
+    values: dict[str, Any] = dict(PRESETS[preset])
+    layers: list[tuple[str, Mapping[str, Any]]] = []
+    if file is not None:
+        document = read_toml(file)
+        unknown = sorted(set(document) - {"hips"})
+        if unknown:
+            raise ConfigError(f"{file}: a hips-eps run reads only a [hips] section, not [{unknown[0]}]")
+        layers.append((str(file), document.get("hips", {})))
+    layers.append((origin, overrides or {}))
+    fields = {field.name: field for field in dataclasses.fields(HipsSettings)}
+    defaults = HipsSettings()
+    for origin, layer in layers:
+        for key, value in layer.items():
+            if key not in fields:
+                raise ConfigError(f"{origin}: unknown key hips.{key} (keys: {', '.join(fields)})")
+            expected = type(getattr(defaults, key))
+            if isinstance(value, bool) or not isinstance(value, (int, float) if expected is float else expected):
+                raise ConfigError(f"{origin}: hips.{key} must be a {expected.__name__}, not {value!r}")
+            values[key] = value
+    settings = HipsSettings(**values)
+    try:
+        _check(settings)
+    except ConfigError as error:
+        source = origin if overrides else str(file) if file is not None else f"preset {preset}"
+        raise ConfigError(f"{source}: {error}") from None
+    return settings
+
+
+def _check(settings: HipsSettings) -> None:
+    for name in ("channels", "codebook_size", "code_dim", "vq_channels", "horizon", "minibatch"):
+        if getattr(settings, name) < 1:
+            raise ConfigError(f"hips.{name} must be at least 1, got {getattr(settings, name)}")
+    for name in ("blocks", "vq_blocks", "warm_start_epochs", "segmentation_rounds", "epochs", "rollout_steps"):
+        if getattr(settings, name) < 0:
+            raise ConfigError(f"hips.{name} must be at least 0, got {getattr(settings, name)}")
+    if not 0.0 < settings.epsilon < 1.0:
+        raise ConfigError(f"hips.epsilon must be strictly between 0 and 1, got {settings.epsilon}")
+    if not 0.0 <= settings.discount <= 1.0 or settings.learning_rate <= 0 or settings.segment_penalty < 0:
+        raise ConfigError("hips.discount must be in [0, 1], hips.learning_rate > 0 and hips.segment_penalty >= 0")
+
+
+def model_config(settings: HipsSettings, observation_shape: tuple[int, int, int], num_actions: int) -> HipsConfig:
+    return HipsConfig(observation_shape, num_actions, settings.channels, settings.blocks, settings.codebook_size,
+                      settings.code_dim, settings.vq_channels, settings.vq_blocks, settings.horizon)  # fmt: skip
+
+
+def train(
+    dataset_path: Path | None,
+    out: Path,
+    *,
+    problems: Path | None = None,
+    domain: str | None = None,
+    preset: str = "cpu",
+    config_file: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+    overwrite: bool = False,
+    threads: int | None = None,
+) -> tuple[HipsSettings, int]:
+    """Train HIPS-ε into run directory `out`; (settings, trajectories).
+
+    The trajectories come from `dataset_path` (`sgps dataset`), or, with `problems`
+    instead, from solving those levels first (written to RUN/dataset.npz), as
+    `sgps compare` does. `threads`: torch threads (default: torch's own choice).
+    """
+    if (dataset_path is None) == (problems is None):
+        raise ConfigError(f"{ALGORITHM} trains from a dataset or from training levels: give one of the two")
+    settings = resolve_settings(preset, config_file, overrides)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    run_dir = RunDirectory(out, LEARNING_COLUMNS)
+    if run_dir.holds_a_run() and not overwrite:
+        raise ConfigError(f"{out} already holds a run; pass --overwrite to replace it, or choose another --out")
+    if problems is not None:
+        levels = read_levels(problems, domain)
+        built = build_dataset(levels.domain, levels.levels)
+        if not built.dataset.trajectories:
+            raise ConfigError(f"{problems}: the exact solver finished none of the {len(levels)} levels")
+        out.mkdir(parents=True, exist_ok=True)
+        dataset_path = out / "dataset.npz"
+        write_dataset(dataset_path, built.dataset)
+        for name, reason in built.skipped:
+            print(f"skipped {name}: {reason}")
+    assert dataset_path is not None
+    dataset = read_dataset(dataset_path, domain)
+    torch_device = pick_device(device)
+    example = dataset.trajectories[0].states[0]
+    torch.manual_seed(seed)
+    model = HipsModel(model_config(settings, dataset.domain.observation_shape(example),
+                                   dataset.domain.num_actions)).to(torch_device)  # fmt: skip
+    config = {
+        "run": {"algorithm": ALGORITHM, "domain": dataset.domain.name, "device": device, "seed": seed,
+                "dataset": str(dataset_path.resolve())},
+        "hips": dataclasses.asdict(settings),
+    }  # fmt: skip
+    started = time.perf_counter()
+    with run_dir.lock():
+        if overwrite:
+            run_dir.clear()
+        run_dir.create(config)
+        run_dir.log(f"sgps {sgps_version()}")
+        run_dir.log(f"{len(dataset.trajectories)} trajectories, {dataset.transitions} transitions from {dataset_path}")
+
+        def report(phase: str, epoch: int, loss: float, extra: dict[str, float]) -> None:
+            seconds = time.perf_counter() - started
+            row = {"iteration": epoch, "batch": 0, "phase": phase, "loss": loss, "seconds": round(seconds, 2),
+                   "detector_loss": extra.get("detector_loss", ""), "segment": extra.get("segment", "")}  # fmt: skip
+            run_dir.append("learning", [row])
+            run_dir.log(f"{phase} {epoch}: loss {loss:.4f}" + "".join(f", {k} {v:.3f}" for k, v in extra.items()))
+
+        HipsLearner(model, settings, seed, torch_device).train(dataset, report)
+        save_checkpoint(run_dir.checkpoints / "latest.safetensors", model, {"sgps.search": ALGORITHM})
+        run_dir.log(f"trained in {time.perf_counter() - started:.0f} s")
+    return settings, len(dataset.trajectories)
+
+
+def is_hips_run(run: Path) -> bool:
+    """Whether the run directory `run` holds a HIPS-ε run (its config's run.algorithm)."""
+    document = read_toml(run / "config.toml")
+    section = document.get("run")
+    return isinstance(section, Mapping) and section.get("algorithm") == ALGORITHM
+
+
+def test(run: Path, problems: Path, *, budget: int, rounds: int, checkpoint: Path) -> TestSummary:
+    """The test procedure (budget doubling over rounds) with HIPS-ε's hybrid search."""
+    document = read_toml(run / "config.toml")
+    settings = resolve_settings("paper", None, document.get("hips", {}))
+    section = document["run"]
+    levels = read_levels(problems, str(section.get("domain")))
+    states = levels.states()
+    domain = levels.domain
+    device = pick_device(str(section.get("device", "cpu")))
+    model = HipsModel(model_config(settings, domain.observation_shape(states[0]), domain.num_actions)).to(device)
+    load_checkpoint(checkpoint, model, {"sgps.search": ALGORITHM})
+    model.eval()
+    children = HybridChildren(domain, model, epsilon=settings.epsilon,
+                              rollout_steps=settings.rollout_cap(domain.name), device=device)  # fmt: skip
+    heuristic = HipsHeuristic(domain, model, device)
+    algorithm = make_algorithm("hips")
+
+    def search_batch(batch: list[Any], round_budget: int) -> list[Any]:
+        return search_lockstep(domain, batch, algorithm, heuristic, budget=round_budget, children=children)
+
+    return run_test(domain, states, algorithm, heuristic, budget=budget, rounds=rounds,
+                    csv_path=run / "metrics" / f"test-{problems.stem}.csv", search_batch=search_batch)  # fmt: skip

@@ -1,0 +1,137 @@
+"""HIPS-ε's hybrid complete search (spec/algorithms.md 8.3) on the project's best-first engine.
+
+`HybridChildren` is the engine's `ChildGenerator` for HIPS-ε. Expanding a state s:
+
+1. decode (s, e_k) for the K codes and discretise each to a concrete observation;
+   drop candidates equal to s and merge identical ones;
+2. run π_low greedily from s towards each candidate, in the true domain, for at most
+   `rollout_steps` steps; a candidate is valid only when a rollout reaches it exactly
+   (same observation), and its edge is the rollout's actions;
+3. add every primitive action as a child of its own.
+
+Child probabilities: a valid subgoal gets (1 − ε) times the prior's softmax over the
+valid codes (codes merged into one candidate add up); a primitive action gets ε times
+the prior's softmax over the actions. The engine orders nodes by `hips_cost` (m = 1 +
+max(ĥ, 0)/dist, cost ln(g m) − m ln π), with ĥ from `HipsHeuristic`. Rollout steps and
+primitive steps are free for the budget, which counts expansions only, as in the paper;
+the engine's `domain_steps` counts them, so search effort can be compared honestly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from sgps.domains.base import Domain
+from sgps.models.hips import HipsModel, discretise, with_empty_channel
+from sgps.search.children import Edge
+
+
+class HybridChildren:
+    """Subgoal children validated by π_low rollouts, then the primitive children (spec 8.3)."""
+
+    def __init__(
+        self, domain: Domain[Any], model: HipsModel, *, epsilon: float, rollout_steps: int, device: torch.device
+    ) -> None:
+        if not 0.0 < epsilon < 1.0:
+            raise ValueError(f"HIPS-ε's epsilon must be strictly between 0 and 1, got {epsilon}")
+        self.domain = domain
+        self.model = model
+        self.epsilon = epsilon
+        self.rollout_steps = rollout_steps
+        self.device = device
+
+    def _observe(self, states: Sequence[Any]) -> torch.Tensor:
+        return with_empty_channel(torch.from_numpy(self.domain.observe(list(states))).to(self.device))
+
+    @torch.inference_mode()
+    def expand(self, state: Any) -> tuple[list[Edge[Any]], int]:
+        observation = self._observe([state])
+        code_logits, action_logits = self.model.prior(observation)
+        decoded = discretise(self.model.generator.subgoal_logits(observation))[0]  # [K, C, H, W]
+        candidates = self.candidates(state, decoded.to(torch.uint8).cpu().numpy())
+        reached, steps = self.validate(state, candidates)
+        edges: list[Edge[Any]] = []
+        if reached:
+            valid_codes = [k for key in reached for k in candidates[key]]
+            shares = torch.softmax(code_logits[0, valid_codes], dim=0).tolist()
+            share_of = dict(zip(valid_codes, shares, strict=True))
+            for key, (end_state, actions) in reached.items():
+                probability = (1.0 - self.epsilon) * sum(share_of[k] for k in candidates[key])
+                edges.append(Edge(end_state, actions, math.log(max(probability, 1e-30))))
+        action_shares = torch.softmax(action_logits[0], dim=0).tolist()
+        for action in range(self.domain.num_actions):
+            child = self.domain.step(state, action)
+            edges.append(Edge(child, (action,), math.log(max(self.epsilon * action_shares[action], 1e-30))))
+        return edges, steps + self.domain.num_actions
+
+    def candidates(self, state: Any, decoded: np.ndarray) -> dict[bytes, list[int]]:
+        """Distinct decoded subgoals other than `state` (observation bytes -> the codes that decode to it)."""
+        own = self.domain.observe([state])[0].astype(np.uint8).tobytes()
+        merged: dict[bytes, list[int]] = {}
+        for code, subgoal in enumerate(decoded):
+            key = subgoal.tobytes()
+            if key != own:
+                merged.setdefault(key, []).append(code)
+        return merged
+
+    def validate(
+        self, state: Any, candidates: dict[bytes, list[int]]
+    ) -> tuple[dict[bytes, tuple[Any, tuple[int, ...]]], int]:
+        """Greedy π_low rollouts towards every candidate at once; those reached exactly, and the steps taken.
+
+        A rollout ends when it reaches its candidate, reaches a terminal state (dead or
+        goal) that is not its candidate, returns to a state it visited (greedy π_low is
+        deterministic, so it would loop for ever), or after `rollout_steps` steps.
+        """
+        keys = list(candidates)
+        if not keys:
+            return {}, 0
+        start = self.domain.observe([state])[0]
+        goals = np.stack([np.frombuffer(key, dtype=np.uint8).reshape(start.shape) for key in keys])
+        targets = with_empty_channel(torch.from_numpy(goals.astype(np.float32)).to(self.device))
+        observed = np.repeat(start[None], len(keys), axis=0)
+        current = [state] * len(keys)
+        paths: list[list[int]] = [[] for _ in keys]
+        visited: list[set[Any]] = [{self.domain.key(state)} for _ in keys]
+        active = list(range(len(keys)))
+        reached: dict[bytes, tuple[Any, tuple[int, ...]]] = {}
+        steps = 0
+        for _ in range(self.rollout_steps):
+            inputs = with_empty_channel(torch.from_numpy(observed[active]).to(self.device))
+            actions = self.model.low_logits(inputs, targets[active]).argmax(dim=1).tolist()
+            for i, action in zip(active, actions, strict=True):
+                current[i] = self.domain.step(current[i], action)
+                paths[i].append(action)
+            steps += len(active)
+            observed[active] = self.domain.observe([current[i] for i in active])
+            still = []
+            for i in active:
+                key = self.domain.key(current[i])
+                if observed[i].astype(np.uint8).tobytes() == keys[i]:
+                    reached[keys[i]] = (current[i], tuple(paths[i]))
+                elif not (key in visited[i] or self.domain.is_dead(current[i]) or self.domain.is_goal(current[i])):
+                    visited[i].add(key)
+                    still.append(i)
+            active = still
+            if not active:
+                break
+        return reached, steps
+
+
+class HipsHeuristic:
+    """The search's evaluator: the distance network's ĥ (no policy: edges carry their probabilities)."""
+
+    def __init__(self, domain: Domain[Any], model: HipsModel, device: torch.device) -> None:
+        self.domain = domain
+        self.model = model
+        self.device = device
+
+    @torch.inference_mode()
+    def __call__(self, states: Sequence[Any]) -> tuple[None, np.ndarray]:
+        observations = with_empty_channel(torch.from_numpy(self.domain.observe(list(states))).to(self.device))
+        return None, self.model.remaining(observations).float().cpu().numpy()
