@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+import sgps
 from sgps.cli import main
 from sgps.domains import get_domain
 from sgps.domains.generation import generate_levels
@@ -247,6 +248,8 @@ def test_a_tiny_seeded_run_trains_every_component_and_solves_small_levels(tmp_pa
     assert main(["test", str(runs[0]), "--problems", str(test), "--budget", "300", "--rounds", "2"]) == 0
     out = capsys.readouterr().out
     assert "solved 4/4" in out and "low-level steps" in out
+    with pytest.raises(ConfigError, match="a hips-eps run, which `sgps test` searches with"):
+        sgps.load(runs[0])
     with open(runs[0] / "metrics" / "test-test.csv", newline="") as handle:
         attempts = list(csv.DictReader(handle))
     assert all(int(row["steps"]) >= int(row["expanded"]) for row in attempts)

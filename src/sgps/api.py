@@ -30,6 +30,7 @@ from sgps.search import SearchResult, search, search_lockstep
 from sgps.search.costs import Algorithm
 from sgps.training import Method, RunDirectory, runner
 from sgps.training.config import TrainConfig, load_run_config
+from sgps.training.methods.hips import run as hips
 from sgps.training.runner import checkpoint_path
 from sgps.training.setup import FLAT_HEADS, build_method, search_algorithm
 
@@ -203,6 +204,9 @@ def load(path: str | Path, *, checkpoint: str = "best", device: str | None = Non
         run, weights = given, checkpoint_path(given, checkpoint)
     if not (run / "config.toml").is_file():
         raise ConfigError(f"{run}: not a run directory (it has no config.toml)")
+    if hips.is_hips_run(run):
+        raise ConfigError(f"{run}: a {hips.ALGORITHM} run, which `sgps test` searches with; sgps.load takes the "
+                          "runs of the Bootstrap methods (phs, levin, wastar, phs-sg, levin-sg)")  # fmt: skip
     config = load_run_config(run / "config.toml")
     if device is not None:
         config = dataclasses.replace(config, run=dataclasses.replace(config.run, device=device))

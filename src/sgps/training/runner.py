@@ -266,6 +266,8 @@ def _test_round(
 
 def subgoals(run: Path, problems: Path, *, index: int = 0, checkpoint: str = "best") -> SubgoalView:
     """The K subgoals a phs-sg / levin-sg run's generator proposes for level `index` of `problems`."""
+    if hips.is_hips_run(run):
+        raise ConfigError(f"{run} trained {hips.ALGORITHM}; `sgps subgoals` draws π^SG's subgoals (phs-sg, levin-sg)")
     config = load_run_config(run / "config.toml")
     if config.run.algorithm not in SUBGOAL_COSTS:
         raise ConfigError(f"{run} trained {config.run.algorithm}, which has no subgoal generator (phs-sg, levin-sg)")
