@@ -47,9 +47,9 @@ class HipsSettings:
     discount: float = 0.99
     learning_rate: float = 1e-3
     minibatch: int = 64
-    warm_start_epochs: int = 2  # π_low on random segmentations
-    segmentation_rounds: int = 4  # detector (REINFORCE) + π_low rounds
-    epochs: int = 6  # VQ-VAE, prior and distance epochs each
+    warm_start_epochs: int = 4  # π_low on random segmentations
+    segmentation_rounds: int = 8  # detector (REINFORCE) + π_low rounds
+    epochs: int = 20  # VQ-VAE, prior and distance epochs each
     epsilon: float = 1e-3  # the primitive children's share of probability (spec 8.3)
     rollout_steps: int = 0  # π_low rollout cap; 0: 40, or 50 in TSP (spec 8.3)
 
