@@ -98,14 +98,15 @@ def _test_table(
     plan: ComparePlan, test: TestSet, finished: Sequence[RunResult], label: Callable[[str], str], *, with_paper: bool
 ) -> list[str]:
     cap = test.budget * 2 ** (test.rounds - 1)
+    budgets = (f"Budget {test.budget:,}, doubled over {test.rounds} rounds (up to {cap:,})" if test.rounds > 1
+               else f"Budget {test.budget:,}, one round")  # fmt: skip
     lines = ["", f"## Test set `{test.name}`", "",
-             f"Budget {test.budget:,}, doubled over {test.rounds} round{'s' if test.rounds > 1 else ''} "
-             f"(up to {cap:,}); expansions and length are means over the solved problems.", ""]  # fmt: skip
+             f"{budgets}; expansions and length are means over the solved problems.", ""]  # fmt: skip
     header = ["algorithm", "seeds", "solved", "expansions", "length", "best seed", "best: solved",
               "best: expansions", "best: length"]  # fmt: skip
     steps_column = any(plan.algorithm_of(v) in OFFLINE_ALGORITHMS for v in plan.variants)
     if steps_column:  # HIPS-ε's budget does not count its rollouts: compare the simulator's work too
-        lines[-1] += (" Low-level steps: primitive transitions computed per solved problem (HIPS-ε's"
+        lines[-2] += (" Low-level steps: primitive transitions computed per solved problem (HIPS-ε's"
                       " rollouts included), which HIPS-ε's expansions do not count.")  # fmt: skip
         header.insert(4, "low-level steps")
     paper_column = with_paper and any(plan.paper.get(v, PaperNumbers()).test for v in plan.variants)
