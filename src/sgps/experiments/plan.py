@@ -317,9 +317,7 @@ def _hips_settings(top: _Table, preset: str, used: bool) -> dict[str, Any]:
     table = top.table("hips")
     if not used:
         raise top.error("hips", f"settings of {hips.ALGORITHM}, which compare.algorithms does not list")
-    hips.resolve_settings(preset, None, table.values, origin=table.origin)
-    table.seen.update(table.values)
-    table.finish()
+    hips.resolve_settings(preset, None, table.values, origin=table.origin)  # checks every key
     return dict(table.values)
 
 

@@ -31,11 +31,12 @@ from sgps.experiments.plan import ComparePlan, PaperNumbers, TestSet, read_plan
 from sgps.experiments.problems import count_levels, problem_files
 from sgps.experiments.results import RunResult, TestResult, load_results
 from sgps.fileio import atomic_write_text
+from sgps.training.methods.hips import run as hips
 
 LABELS = {"phs": "PHS*(π)", "levin": "LevinTS(π)", "wastar": "WA*", "phs-sg": "PHS*(π^SG)", "levin-sg": "LevinTS(π^SG)",
           "hips-eps": "HIPS-ε"}  # fmt: skip
 #: Trained offline, from the exact solver's trajectories: no training searches, no learning curve.
-OFFLINE_ALGORITHMS = ("hips-eps",)
+OFFLINE_ALGORITHMS = (hips.ALGORITHM,)
 SUBGOAL_ALGORITHMS = ("phs-sg", "levin-sg")
 
 

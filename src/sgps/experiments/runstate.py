@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from sgps.errors import CheckpointError
+from sgps.training.methods.hips import run as hips
 
 _TAIL_BYTES = 8192
 
@@ -49,7 +50,8 @@ def training_finished(run: Path) -> bool:
     state = loop_state(run)
     if state is not None:
         return bool(state["finished"])
-    return (run / "checkpoints" / "latest.safetensors").exists() and (run / "dataset.npz").exists()
+    offline = (run / "config.toml").is_file() and hips.is_hips_run(run)
+    return offline and (run / "checkpoints" / "latest.safetensors").exists()
 
 
 def test_csv(run: Path, test: str) -> Path:

@@ -321,12 +321,7 @@ class BestFirstSearch(Generic[S]):
         if status == "solved" and self.children is not None:
             states, actions, log_prob = self._edge_solution(goal_parent, goal_edge, goal_log_prob)
         elif status == "solved":
-            nodes: list[int] = []
-            node = -1 if goal_parent is None else goal_parent
-            while node >= 0:
-                nodes.append(node)
-                node = self._parent[node]
-            nodes.reverse()
+            nodes = self._path(goal_parent)
             states = [self._states[n] for n in nodes]
             actions = [self._action[n] for n in nodes[1:]]
             if goal_state is not None:  # the goal was found at generation (or is the root)
@@ -350,16 +345,21 @@ class BestFirstSearch(Generic[S]):
             self.domain_steps,
         )
 
+    def _path(self, last: int | None) -> list[int]:
+        """The node ids from the root to `last` (empty for None: the root itself was the goal)."""
+        nodes: list[int] = []
+        node = -1 if last is None else last
+        while node >= 0:
+            nodes.append(node)
+            node = self._parent[node]
+        nodes.reverse()
+        return nodes
+
     def _edge_solution(
         self, goal_parent: int | None, goal_edge: tuple[int, ...], goal_log_prob: float
     ) -> tuple[tuple[Any, ...], tuple[int, ...], float]:
         """States, primitive actions and ln π of a solution found through a child generator."""
-        nodes: list[int] = []
-        node = -1 if goal_parent is None else goal_parent
-        while node > 0:
-            nodes.append(node)
-            node = self._parent[node]
-        actions = [a for n in reversed(nodes) for a in self._edge_actions[n]] + list(goal_edge)
+        actions = [a for n in self._path(goal_parent)[1:] for a in self._edge_actions[n]] + list(goal_edge)
         states = [self._states[0]]
         for action in actions:  # the low-level states between subgoals, replayed (true dynamics)
             states.append(self.domain.step(states[-1], action))

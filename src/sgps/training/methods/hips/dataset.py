@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from sgps.domains.animation import trajectory
 from sgps.domains.base import Domain
 from sgps.domains.levels import Level
 from sgps.domains.registry import get_domain
@@ -80,18 +81,11 @@ def build_dataset(
             reason = f"state cap of {cap:,} reached" if result.status == "cap" else "no solution exists"
             skipped.append((level.name, reason))
         else:
-            trajectories.append(Trajectory(level.name, replay(domain, level.state, result.actions), result.actions))
+            states = tuple(trajectory(domain, level.state, result.actions))
+            trajectories.append(Trajectory(level.name, states, result.actions))
         if progress is not None:
             progress(index + 1, len(levels))
     return BuildReport(Dataset(domain, tuple(trajectories)), tuple(skipped))
-
-
-def replay(domain: Domain[Any], start: Any, actions: Sequence[int]) -> tuple[Any, ...]:
-    """The states s_0 .. s_T that `actions` visit from `start`."""
-    states = [start]
-    for action in actions:
-        states.append(domain.step(states[-1], action))
-    return tuple(states)
 
 
 def write_dataset(path: str | Path, dataset: Dataset) -> None:
@@ -145,7 +139,7 @@ def read_dataset(path: str | Path, domain_name: str | None = None) -> Dataset:
             raise ConfigError(f"{where}: its level does not parse ({error})") from None
         if any(not 0 <= a < domain.num_actions for a in actions):
             raise ConfigError(f"{where}: an action outside 0..{domain.num_actions - 1}")
-        states = replay(domain, start, actions)
+        states = tuple(trajectory(domain, start, actions))
         if not domain.is_goal(states[-1]):
             raise ConfigError(f"{where}: its actions do not reach a goal in {name}")
         trajectories.append(Trajectory(str(names[k]), states, actions))

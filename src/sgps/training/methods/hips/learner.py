@@ -249,7 +249,7 @@ class HipsLearner:
         losses = []
         for rows in self._minibatches(len(pairs.trajectory)):
             states, goals = self._pair_tensors(data, pairs, rows)
-            actions = torch.stack([data.actions[pairs.trajectory[r]][pairs.step[r]] for r in rows]).to(self.device)
+            actions = self._pair_actions(data, pairs, rows)
             loss = F.cross_entropy(self.model.low_logits(states, goals), actions)
             losses.append(self._step(optimizer, loss))
         return float(np.mean(losses))
@@ -279,7 +279,7 @@ class HipsLearner:
         losses = []
         for rows in self._minibatches(len(pairs.trajectory)):
             states, _ = self._pair_tensors(data, pairs, rows)
-            actions = torch.stack([data.actions[pairs.trajectory[r]][pairs.step[r]] for r in rows]).to(self.device)
+            actions = self._pair_actions(data, pairs, rows)
             code_logits, action_logits = self.model.prior(states)
             loss = F.cross_entropy(code_logits, codes[rows]) + F.cross_entropy(action_logits, actions)
             losses.append(self._step(optimizer, loss))
@@ -315,6 +315,9 @@ class HipsLearner:
 
     def _float(self, observations: torch.Tensor) -> torch.Tensor:
         return observations.to(self.device, torch.float32)
+
+    def _pair_actions(self, data: _Trajectories, pairs: _Pairs, rows: Sequence[int]) -> torch.Tensor:
+        return torch.stack([data.actions[pairs.trajectory[r]][pairs.step[r]] for r in rows]).to(self.device)
 
     def _pair_tensors(self, data: _Trajectories, pairs: _Pairs, rows: Sequence[int]) -> tuple[torch.Tensor, ...]:
         states = torch.stack([data.observations[pairs.trajectory[r]][pairs.step[r]] for r in rows])

@@ -19,8 +19,9 @@ from typing import Any
 import torch
 
 from sgps.domains.levels import read_levels
+from sgps.domains.registry import get_domain
 from sgps.errors import ConfigError
-from sgps.models.checkpoint import load_checkpoint, save_checkpoint
+from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
 from sgps.models.hips import HipsConfig, HipsModel
 from sgps.search.costs import make_algorithm
 from sgps.search.drivers import search_lockstep
@@ -59,15 +60,15 @@ def resolve_settings(
             raise ConfigError(f"{file}: a hips-eps run reads only a [hips] section, not [{unknown[0]}]")
         layers.append((str(file), document.get("hips", {})))
     layers.append((origin, overrides or {}))
-    fields = {field.name: field for field in dataclasses.fields(HipsSettings)}
+    fields = [field.name for field in dataclasses.fields(HipsSettings)]
     defaults = HipsSettings()
-    for origin, layer in layers:
+    for source, layer in layers:
         for key, value in layer.items():
             if key not in fields:
-                raise ConfigError(f"{origin}: unknown key hips.{key} (keys: {', '.join(fields)})")
+                raise ConfigError(f"{source}: unknown key hips.{key} (keys: {', '.join(fields)})")
             expected = type(getattr(defaults, key))
             if isinstance(value, bool) or not isinstance(value, (int, float) if expected is float else expected):
-                raise ConfigError(f"{origin}: hips.{key} must be a {expected.__name__}, not {value!r}")
+                raise ConfigError(f"{source}: hips.{key} must be a {expected.__name__}, not {value!r}")
             values[key] = value
     settings = HipsSettings(**values)
     try:
@@ -162,7 +163,7 @@ def train(
             run_dir.log(f"{phase} {epoch}: loss {loss:.4f}" + "".join(f", {k} {v:.3f}" for k, v in extra.items()))
 
         HipsLearner(model, settings, seed, torch_device).train(dataset, report)
-        save_checkpoint(run_dir.checkpoints / "latest.safetensors", model, {"sgps.search": ALGORITHM})
+        save_checkpoint(run_dir.checkpoints / "latest.safetensors", model, {SEARCH_KEY: ALGORITHM})
         run_dir.log(f"trained in {time.perf_counter() - started:.0f} s")
     return settings, len(dataset.trajectories)
 
@@ -174,18 +175,24 @@ def is_hips_run(run: Path) -> bool:
     return isinstance(section, Mapping) and section.get("algorithm") == ALGORITHM
 
 
-def test(run: Path, problems: Path, *, budget: int, rounds: int, checkpoint: Path) -> TestSummary:
-    """The test procedure (budget doubling over rounds) with HIPS-ε's hybrid search."""
+def load_run(run: Path, checkpoint: Path, example: Any) -> tuple[Any, HipsModel, HipsSettings, torch.device]:
+    """The domain, trained model (eval mode), settings and device of a HIPS-ε run; `example`: a level's state."""
     document = read_toml(run / "config.toml")
     settings = resolve_settings("paper", None, document.get("hips", {}))
     section = document["run"]
-    levels = read_levels(problems, str(section.get("domain")))
-    states = levels.states()
-    domain = levels.domain
+    domain = get_domain(str(section.get("domain")))
     device = pick_device(str(section.get("device", "cpu")))
-    model = HipsModel(model_config(settings, domain.observation_shape(states[0]), domain.num_actions)).to(device)
-    load_checkpoint(checkpoint, model, {"sgps.search": ALGORITHM})
+    model = HipsModel(model_config(settings, domain.observation_shape(example), domain.num_actions)).to(device)
+    load_checkpoint(checkpoint, model, {SEARCH_KEY: ALGORITHM})
     model.eval()
+    return domain, model, settings, device
+
+
+def test(run: Path, problems: Path, *, budget: int, rounds: int, checkpoint: Path) -> TestSummary:
+    """The test procedure (budget doubling over rounds) with HIPS-ε's hybrid search."""
+    levels = read_levels(problems, str(read_toml(run / "config.toml")["run"].get("domain")))
+    states = levels.states()
+    domain, model, settings, device = load_run(run, checkpoint, states[0])
     children = HybridChildren(domain, model, epsilon=settings.epsilon,
                               rollout_steps=settings.rollout_cap(domain.name), device=device)  # fmt: skip
     heuristic = HipsHeuristic(domain, model, device)

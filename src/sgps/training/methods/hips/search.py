@@ -31,6 +31,11 @@ from sgps.models.hips import HipsModel, discretise, with_empty_channel
 from sgps.search.children import Edge
 
 
+def encode_observations(observations: np.ndarray, device: torch.device) -> torch.Tensor:
+    """The networks' input: domain observations [B, C, H, W] with the "no channel set" channel added."""
+    return with_empty_channel(torch.from_numpy(observations).to(device, torch.float32))
+
+
 class HybridChildren:
     """Subgoal children validated by π_low rollouts, then the primitive children (spec 8.3)."""
 
@@ -45,16 +50,14 @@ class HybridChildren:
         self.rollout_steps = rollout_steps
         self.device = device
 
-    def _observe(self, states: Sequence[Any]) -> torch.Tensor:
-        return with_empty_channel(torch.from_numpy(self.domain.observe(list(states))).to(self.device))
-
     @torch.inference_mode()
     def expand(self, state: Any) -> tuple[list[Edge[Any]], int]:
-        observation = self._observe([state])
+        own = self.domain.observe([state])[0]
+        observation = encode_observations(own[None], self.device)
         code_logits, action_logits = self.model.prior(observation)
         decoded = discretise(self.model.generator.subgoal_logits(observation))[0]  # [K, C, H, W]
-        candidates = self.candidates(state, decoded.to(torch.uint8).cpu().numpy())
-        reached, steps = self.validate(state, candidates)
+        candidates = self.candidates(own, decoded.to(torch.uint8).cpu().numpy())
+        reached, steps = self.validate(state, own, candidates)
         edges: list[Edge[Any]] = []
         if reached:
             valid_codes = [k for key in reached for k in candidates[key]]
@@ -69,20 +72,21 @@ class HybridChildren:
             edges.append(Edge(child, (action,), math.log(max(self.epsilon * action_shares[action], 1e-30))))
         return edges, steps + self.domain.num_actions
 
-    def candidates(self, state: Any, decoded: np.ndarray) -> dict[bytes, list[int]]:
-        """Distinct decoded subgoals other than `state` (observation bytes -> the codes that decode to it)."""
-        own = self.domain.observe([state])[0].astype(np.uint8).tobytes()
+    def candidates(self, own: np.ndarray, decoded: np.ndarray) -> dict[bytes, list[int]]:
+        """Distinct decoded subgoals other than the state observed as `own` (bytes -> the codes decoding to it)."""
+        own_key = own.astype(np.uint8).tobytes()
         merged: dict[bytes, list[int]] = {}
         for code, subgoal in enumerate(decoded):
             key = subgoal.tobytes()
-            if key != own:
+            if key != own_key:
                 merged.setdefault(key, []).append(code)
         return merged
 
     def validate(
-        self, state: Any, candidates: dict[bytes, list[int]]
+        self, state: Any, start: np.ndarray, candidates: dict[bytes, list[int]]
     ) -> tuple[dict[bytes, tuple[Any, tuple[int, ...]]], int]:
-        """Greedy π_low rollouts towards every candidate at once; those reached exactly, and the steps taken.
+        """Greedy π_low rollouts from `state` (observed as `start`) towards every candidate at once;
+        those reached exactly, and the steps taken.
 
         A rollout ends when it reaches its candidate, reaches a terminal state (dead or
         goal) that is not its candidate, returns to a state it visited (greedy π_low is
@@ -91,9 +95,8 @@ class HybridChildren:
         keys = list(candidates)
         if not keys:
             return {}, 0
-        start = self.domain.observe([state])[0]
         goals = np.stack([np.frombuffer(key, dtype=np.uint8).reshape(start.shape) for key in keys])
-        targets = with_empty_channel(torch.from_numpy(goals.astype(np.float32)).to(self.device))
+        targets = encode_observations(goals, self.device)
         observed = np.repeat(start[None], len(keys), axis=0)
         current = [state] * len(keys)
         paths: list[list[int]] = [[] for _ in keys]
@@ -102,7 +105,7 @@ class HybridChildren:
         reached: dict[bytes, tuple[Any, tuple[int, ...]]] = {}
         steps = 0
         for _ in range(self.rollout_steps):
-            inputs = with_empty_channel(torch.from_numpy(observed[active]).to(self.device))
+            inputs = encode_observations(observed[active], self.device)
             actions = self.model.low_logits(inputs, targets[active]).argmax(dim=1).tolist()
             for i, action in zip(active, actions, strict=True):
                 current[i] = self.domain.step(current[i], action)
@@ -133,5 +136,5 @@ class HipsHeuristic:
 
     @torch.inference_mode()
     def __call__(self, states: Sequence[Any]) -> tuple[None, np.ndarray]:
-        observations = with_empty_channel(torch.from_numpy(self.domain.observe(list(states))).to(self.device))
+        observations = encode_observations(self.domain.observe(list(states)), self.device)
         return None, self.model.remaining(observations).float().cpu().numpy()
