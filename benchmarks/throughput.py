@@ -16,10 +16,18 @@ phs-sg / phs in each mode (the paper's rig: about 2-4x). The networks are untrai
 (randomly initialised): throughput does not depend on the weights. One thread is
 used throughout. `--layouts nchw,channels-last` measures each memory layout of the
 convolution trunks (`sgps.models.resnet.set_channels_last`; NCHW is the default) and
-prints each layout's lockstep speed-up over the first. Usage::
+prints each layout's lockstep speed-up over the first.
+
+`--floor` prints instead, per domain, why π^SG (code conditioning) cannot cost less than
+a bound without changing its outputs: the arithmetic of one evaluation (FLOPs per state,
+counted by `torch.utils.flop_counter`) against PHS*(π)'s, and the timed floor
+(t_flat + 2·t_trunk) / t_flat at batch 32. π^SG's π_unc + h network is the flat network
+(same sizes in the `cpu` preset), and π_hi and π_low each add a trunk of that size which
+reads the same observation but has its own weights, so no exact rewrite of the evaluation
+avoids computing the three trunks. Usage::
 
     python benchmarks/throughput.py [--domains tsp,boxworld] [--algorithms phs,phs-sg-code] [--budget 1000]
-                                    [--layouts nchw,channels-last]
+                                    [--layouts nchw,channels-last] [--floor]
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from sgps.domains import domain_names, get_domain
 from sgps.domains.generation import generate_levels, resolve_params
@@ -118,6 +127,48 @@ def measure(name: str, variant: str, budget: int, seed: int) -> list[tuple[str, 
     return rows
 
 
+def flops_per_state(forward: Any, observations: torch.Tensor) -> float:
+    """Floating-point operations of one `forward` call, per observation."""
+    with torch.inference_mode(), FlopCounterMode(display=False) as counter:
+        forward(observations)
+    return counter.get_total_flops() / len(observations)
+
+
+def floor_row(name: str, seed: int) -> tuple[float, float, float, float]:
+    """(FLOP ratio, timed floor, measured forward ratio, trunk share of a flat forward) at batch 32.
+
+    The floor is what π^SG would cost if everything but its two extra trunks were free:
+    (t_flat + 2·t_trunk) / t_flat, each time per state of a bare forward in inference mode.
+    """
+    domain = get_domain(name)
+    levels = generate_levels(domain, resolve_params(domain, "standard"), seed, LOCKSTEP_N)
+    observations = torch.from_numpy(domain.observe(levels))
+    flat = build_method(domain, levels[0], resolve_config("cpu", overrides={"run": {"device": "cpu"}}))
+    overrides = {"run": {"device": "cpu", "algorithm": "phs-sg"}}
+    subgoal = build_method(domain, levels[0], resolve_config("cpu", overrides=overrides))
+    network, model, evaluator = flat.learner.network.eval(), subgoal.model.eval(), subgoal.evaluator()
+    if model.high.trunk.out_channels != network.trunk.out_channels:
+        raise SystemExit("--floor assumes the cpu preset's equal trunk sizes")
+
+    def subgoal_forward(x: torch.Tensor) -> Any:
+        return model(x, evaluator.alpha, evaluator.mixture)
+
+    flop_ratio = flops_per_state(subgoal_forward, observations) / flops_per_state(network, observations)
+    forwards = {"flat": network, "trunk": model.high.trunk, "subgoal": subgoal_forward}
+    seconds = {key: 1 / bare_forward(forward, observations, LOCKSTEP_N) for key, forward in forwards.items()}
+    floor = (seconds["flat"] + 2 * seconds["trunk"]) / seconds["flat"]
+    return flop_ratio, floor, seconds["subgoal"] / seconds["flat"], seconds["trunk"] / seconds["flat"]
+
+
+def print_floors(names: Sequence[str], seed: int) -> None:
+    """The `--floor` table."""
+    print("cpu preset, code conditioning, batch 32, inference mode, one thread")
+    print(f"{'domain':<12} {'FLOP ratio':>10} {'trunk share':>11} {'timed floor':>11} {'measured':>9}")
+    for name in names:
+        flop_ratio, floor, measured, share = floor_row(name, seed)
+        print(f"{name:<12} {flop_ratio:>9.2f}x {share:>11.2f} {floor:>10.2f}x {measured:>8.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--domains", default=",".join(domain_names()), help="comma-separated domain names")
@@ -125,8 +176,12 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=1000, help="expansion budget per search")
     parser.add_argument("--seed", type=int, default=2000)
     parser.add_argument("--layouts", default="nchw", help=f"comma-separated, from {', '.join(LAYOUTS)}")
+    parser.add_argument("--floor", action="store_true", help="print π^SG's cost floor per domain (see above)")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.floor:
+        print_floors(args.domains.split(","), args.seed)
+        return
     variants = args.algorithms.split(",")
     layouts = args.layouts.split(",")
     print(f"cpu preset, budget {args.budget}; target efficiency >= {EFFICIENCY_TARGET} in lockstep")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -145,7 +146,7 @@ def processes_mentioning(text: str) -> list[str]:
 
 def test_a_changed_config_is_refused_naming_the_changed_keys(smoke, tmp_path, capsys):
     document = smoke_document()
-    document["compare"]["seeds"] = [0, 1, 2]
+    document["compare"]["seeds"] = [1, 2]  # seed 0 dropped: its finished runs would be orphaned
     document["tests"]["test"]["rounds"] = 3
     config = write_config(tmp_path / "changed.toml", document)
     stored = (smoke / "compare.toml").read_text()
@@ -155,6 +156,27 @@ def test_a_changed_config_is_refused_naming_the_changed_keys(smoke, tmp_path, ca
     assert f"sgps: error: {config}: compare.seeds, tests.test.rounds: differ from {smoke / 'compare.toml'}" in error
     assert (smoke / "compare.toml").read_text() == stored
     assert not (smoke / "runs" / "phs-s2").exists()
+
+
+def test_adding_an_algorithm_grows_the_comparison_and_keeps_the_finished_runs(smoke, tmp_path, capsys):
+    out = tmp_path / "grown"
+    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock"))
+    finished = {path: path.read_bytes() for path in (out / "runs").rglob("*") if path.is_file()}
+    document = smoke_document()
+    document["compare"]["algorithms"] = ["phs", "phs-sg", "wastar"]
+    document["compare"]["seeds"] = [0]  # fewer seeds than before is a change, not an addition
+    config = write_config(tmp_path / "fewer-seeds.toml", document)
+    assert main(["compare", str(config), "--out", str(out)]) == 2
+    assert "compare.seeds: differ from" in capsys.readouterr().err
+
+    document["compare"]["seeds"] = [0, 1]
+    config = write_config(tmp_path / "grown.toml", document)
+    assert main(["compare", str(config), "--out", str(out), *SMOKE_OPTIONS]) == 0
+    assert "6 runs: 6 done (4 earlier), 0 paused, 0 failed" in capsys.readouterr().out
+    assert {path: path.read_bytes() for path in finished} == finished
+    assert read_plan(out / "compare.toml").variants == ("phs", "phs-sg", "wastar")
+    assert main(["report", str(out)]) == 0
+    assert "WA\\*" in (out / "report.md").read_text()
 
 
 # -- config errors ------------------------------------------------------------------------

@@ -2,13 +2,16 @@
 
 The comparison folder::
 
-    DIR/compare.toml            the resolved config (a changed config on the same DIR is refused)
+    DIR/compare.toml            the resolved config (a changed config on the same DIR is refused,
+                                except for added algorithms, variants and seeds: new runs)
     DIR/problems/               the problem sets (problems.py)
     DIR/configs/NAME-sSEED.toml the training config of each run
     DIR/runs/NAME-sSEED/        each run's ordinary run directory (`sgps test`, `sgps subgoals` work on it)
     DIR/logs/NAME-sSEED.log     the output of each run's `sgps train` / `sgps test` processes
 
-Running it again on the same folder skips finished runs and resumes interrupted ones.
+Running it again on the same folder skips finished runs and resumes interrupted ones. A
+config that only adds algorithms, variants or seeds grows the comparison: the new runs train
+on the same problems and the finished ones are kept as they are.
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ import contextlib
 import fcntl
 import sys
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from sgps.errors import ConfigError
 from sgps.experiments.concurrency import Concurrency, plan_concurrency
@@ -125,11 +128,29 @@ def _refuse_changes(config: Path, out: Path, plan: ComparePlan) -> None:
     stored = out / "compare.toml"
     if not stored.exists():
         return
-    keys = changed_keys(tomllib.loads(stored.read_text()), plan.resolved)
+    started = tomllib.loads(stored.read_text())
+    keys = [key for key in changed_keys(started, plan.resolved) if not _adds_runs(key, started, plan.resolved)]
     if keys:
         named = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
         raise ConfigError(f"{config}: {named}: differ from {stored}, which the runs in {out} started with; "
-                          "restore them or choose another --out")  # fmt: skip
+                          "restore them (algorithms, variants and seeds may only be added) "
+                          "or choose another --out")  # fmt: skip
+
+
+#: The lists a comparison may grow: each added entry is a new run on the same problems.
+_GROWABLE = ("compare.algorithms", "compare.seeds")
+
+
+def _adds_runs(key: str, started: Mapping[str, Any], resolved: Mapping[str, Any]) -> bool:
+    """Whether the change at `key` only adds runs: a longer algorithm or seed list keeping every
+    entry, or a variant that did not exist (a run is named by its algorithm or variant and its
+    seed, and its settings depend on nothing else, so the finished runs stay valid)."""
+    if key in _GROWABLE:
+        section, name = key.split(".")
+        return set(started[section][name]) <= set(resolved[section][name])
+    if key.startswith("variants."):
+        return key.split(".")[1] not in started.get("variants", {})
+    return False
 
 
 @contextlib.contextmanager
