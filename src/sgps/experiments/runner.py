@@ -84,7 +84,7 @@ class Scheduler:
 
     def run(self) -> None:
         """Run every job to its end (done, paused or failed); children are terminated if interrupted."""
-        waiting = collections.deque(self.jobs)
+        waiting = collections.deque(job for job in self.jobs if self._advance_if_finished(job) is None)
         running: list[Job] = []
         with _sigterm_as_interrupt():
             try:
@@ -118,6 +118,14 @@ class Scheduler:
             if not test_csv(job.path, test.name).exists():
                 return f"testing {test.name}", self._test_command(job, test)
         return None
+
+    def _advance_if_finished(self, job: Job) -> str | None:
+        """The final status of a job with nothing left to do (set now, so that the progress counts
+        runs finished in an earlier session as done from the start), or None."""
+        if self._next_step(job) is not None:
+            return None
+        self._advance(job)
+        return job.status
 
     def _advance(self, job: Job) -> bool:
         """Start the job's next command; False (and a final status) when it has none."""
