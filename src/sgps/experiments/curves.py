@@ -88,15 +88,18 @@ def write_curves_png(path: Path, bands: Sequence[Band], label: Callable[[str], s
         seeds = f"{band.seeds} seed{'s' if band.seeds > 1 else ''}"
         axis.step(band.x, band.mean, where="post", color=colour, label=f"{label(band.variant)} ({seeds})")
         axis.fill_between(band.x, band.low, band.high, step="post", color=colour, alpha=0.2, linewidth=0)
+    # Headroom above the largest count: a curve that never leaves "all outstanding" must not
+    # be drawn on the frame, where it cannot be seen.
+    top = max((float(np.max(band.high)) for band in bands if len(band.high)), default=1.0)
     for name, axis in panels.items():
         suffix = " (search time only)" if name == "hours" and search_time_only else ""
         axis.set_xlabel(AXES[name] + suffix)
         axis.set_ylabel("outstanding training problems")
-        axis.set_ylim(bottom=0)
+        axis.set_ylim(0, max(top, 1.0) * 1.08)
         axis.set_xlim(left=0)
         axis.grid(alpha=0.3)
     if bands:
-        panels["expansions"].legend(loc="upper right", fontsize=8)
+        panels["expansions"].legend(loc="best", fontsize=8)
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
