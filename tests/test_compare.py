@@ -20,13 +20,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sgps.cli import main
+from sgps.errors import ConfigError
+from sgps.experiments.comparison import _refuse_changes
 from sgps.experiments.concurrency import Concurrency, plan_concurrency
 from sgps.experiments.plan import read_plan
 from sgps.experiments.progress import ProgressDisplay
 from sgps.experiments.runstate import loop_state
 from sgps.experiments.tomlfile import dumps
 
-from comparisons import SMOKE_OPTIONS, compare_smoke, smoke_comparison, smoke_document, write_config
+from comparisons import SMOKE_CONFIG, SMOKE_OPTIONS, compare_smoke, smoke_comparison, smoke_document, write_config
 from conftest import REPO
 
 #: Every per-row metrics file of a run, test rows included.
@@ -179,6 +181,25 @@ def test_adding_an_algorithm_grows_the_comparison_and_keeps_the_finished_runs(sm
     assert read_plan(out / "compare.toml").variants == ("phs", "phs-sg", "wastar")
     assert main(["report", str(out)]) == 0
     assert "WA\\*" in (out / "report.md").read_text()
+
+
+def test_hips_settings_count_as_added_only_when_no_earlier_run_read_them(tmp_path):
+    before = tmp_path / "before"
+    before.mkdir()
+    (before / "compare.toml").write_text(dumps(read_plan(SMOKE_CONFIG).resolved))
+    document = smoke_document()
+    document["compare"]["algorithms"] = ["phs", "phs-sg", "hips-eps"]
+    document["hips"] = {"epochs": 2}
+    grown = write_config(tmp_path / "with-hips.toml", document)
+    _refuse_changes(grown, before, read_plan(grown))  # a new algorithm and its settings: accepted
+
+    started = tmp_path / "started"
+    started.mkdir()
+    (started / "compare.toml").write_text(dumps(read_plan(grown).resolved))
+    document["hips"] = {"epochs": 3}
+    changed = write_config(tmp_path / "changed-hips.toml", document)
+    with pytest.raises(ConfigError, match=r"hips\.epochs: differ from"):
+        _refuse_changes(changed, started, read_plan(changed))
 
 
 # -- config errors ------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from sgps.experiments.progress import ProgressDisplay
 from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
 from sgps.experiments.tomlfile import dumps
 from sgps.fileio import atomic_write_text
+from sgps.training.methods.hips import run as hips
 from sgps.training.ray_pool import check_executor, cluster_cpus, connect
 from sgps.training.rundir import to_toml
 from sgps.training.runner import usable_cores
@@ -144,12 +145,17 @@ _GROWABLE = ("compare.algorithms", "compare.seeds")
 def _adds_runs(key: str, started: Mapping[str, Any], resolved: Mapping[str, Any]) -> bool:
     """Whether the change at `key` only adds runs: a longer algorithm or seed list keeping every
     entry, or a variant that did not exist (a run is named by its algorithm or variant and its
-    seed, and its settings depend on nothing else, so the finished runs stay valid)."""
+    seed, and its settings depend on nothing else, so the finished runs stay valid); the `[hips]`
+    table counts as added when no earlier run was HIPS-ε's."""
     if key in _GROWABLE:
         section, name = key.split(".")
         return set(started[section][name]) <= set(resolved[section][name])
     if key.startswith("variants."):
         return key.split(".")[1] not in started.get("variants", {})
+    if key.startswith("hips."):  # HIPS-ε's settings: a change only if an earlier run read them
+        variants = started.get("variants", {})
+        names = started["compare"]["algorithms"]
+        return hips.ALGORITHM not in {variants.get(name, {}).get("algorithm", name) for name in names}
     return False
 
 
