@@ -24,7 +24,8 @@ counted by `torch.utils.flop_counter`) against PHS*(π)'s, and the timed floor
 (t_flat + 2·t_trunk) / t_flat at batch 32. π^SG's π_unc + h network is the flat network
 (same sizes in the `cpu` preset), and π_hi and π_low each add a trunk of that size which
 reads the same observation but has its own weights, so no exact rewrite of the evaluation
-avoids computing the three trunks. Usage::
+avoids computing the three trunks. The last column is the share of a π^SG evaluation's
+time spent in convolutions (PyTorch profiler). Usage::
 
     python benchmarks/throughput.py [--domains tsp,boxworld] [--algorithms phs,phs-sg-code] [--budget 1000]
                                     [--layouts nchw,channels-last] [--floor]
@@ -38,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
 from sgps.domains import domain_names, get_domain
@@ -134,8 +136,21 @@ def flops_per_state(forward: Any, observations: torch.Tensor) -> float:
     return counter.get_total_flops() / len(observations)
 
 
-def floor_row(name: str, seed: int) -> tuple[float, float, float, float]:
-    """(FLOP ratio, timed floor, measured forward ratio, trunk share of a flat forward) at batch 32.
+def convolution_share(forward: Any, observations: torch.Tensor, repeats: int = 20) -> float:
+    """The fraction of `forward`'s CPU time spent in convolutions (PyTorch profiler, self times)."""
+    with torch.inference_mode():
+        forward(observations)
+        with profile(activities=[ProfilerActivity.CPU]) as profiler:
+            for _ in range(repeats):
+                forward(observations)
+    events = profiler.key_averages()
+    total = sum(event.self_cpu_time_total for event in events)
+    return sum(event.self_cpu_time_total for event in events if "convolution" in event.key) / total
+
+
+def floor_row(name: str, seed: int) -> tuple[float, float, float, float, float]:
+    """(FLOP ratio, timed floor, measured forward ratio, trunk share of a flat forward, convolution
+    share of a π^SG forward) at batch 32.
 
     The floor is what π^SG would cost if everything but its two extra trunks were free:
     (t_flat + 2·t_trunk) / t_flat, each time per state of a bare forward in inference mode.
@@ -157,16 +172,18 @@ def floor_row(name: str, seed: int) -> tuple[float, float, float, float]:
     forwards = {"flat": network, "trunk": model.high.trunk, "subgoal": subgoal_forward}
     seconds = {key: 1 / bare_forward(forward, observations, LOCKSTEP_N) for key, forward in forwards.items()}
     floor = (seconds["flat"] + 2 * seconds["trunk"]) / seconds["flat"]
-    return flop_ratio, floor, seconds["subgoal"] / seconds["flat"], seconds["trunk"] / seconds["flat"]
+    share = convolution_share(subgoal_forward, observations)
+    return flop_ratio, floor, seconds["subgoal"] / seconds["flat"], seconds["trunk"] / seconds["flat"], share
 
 
 def print_floors(names: Sequence[str], seed: int) -> None:
     """The `--floor` table."""
     print("cpu preset, code conditioning, batch 32, inference mode, one thread")
-    print(f"{'domain':<12} {'FLOP ratio':>10} {'trunk share':>11} {'timed floor':>11} {'measured':>9}")
+    print(f"{'domain':<12} {'FLOP ratio':>10} {'trunk share':>11} {'timed floor':>11} {'measured':>9} "
+          f"{'π^SG convolutions':>17}")  # fmt: skip
     for name in names:
-        flop_ratio, floor, measured, share = floor_row(name, seed)
-        print(f"{name:<12} {flop_ratio:>9.2f}x {share:>11.2f} {floor:>10.2f}x {measured:>8.2f}x")
+        flop_ratio, floor, measured, share, convolutions = floor_row(name, seed)
+        print(f"{name:<12} {flop_ratio:>9.2f}x {share:>11.2f} {floor:>10.2f}x {measured:>8.2f}x {convolutions:>17.1%}")
 
 
 def main() -> None:
