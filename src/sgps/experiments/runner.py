@@ -84,7 +84,10 @@ class Scheduler:
 
     def run(self) -> None:
         """Run every job to its end (done, paused or failed); children are terminated if interrupted."""
-        waiting = collections.deque(job for job in self.jobs if self._advance_if_finished(job) is None)
+        for job in self.jobs:  # runs finished in an earlier session get their status now: counted done from the start
+            if self._next_step(job) is None:
+                self._advance(job)
+        waiting = collections.deque(job for job in self.jobs if job.status == WAITING)
         running: list[Job] = []
         with _sigterm_as_interrupt():
             try:
@@ -118,14 +121,6 @@ class Scheduler:
             if not test_csv(job.path, test.name).exists():
                 return f"testing {test.name}", self._test_command(job, test)
         return None
-
-    def _advance_if_finished(self, job: Job) -> str | None:
-        """The final status of a job with nothing left to do (set now, so that the progress counts
-        runs finished in an earlier session as done from the start), or None."""
-        if self._next_step(job) is not None:
-            return None
-        self._advance(job)
-        return job.status
 
     def _advance(self, job: Job) -> bool:
         """Start the job's next command; False (and a final status) when it has none."""
