@@ -14,8 +14,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def shared_dir() -> Path | None:
-    """The project's read-only shared folder (paper, specs, reference traces, Boxoban)."""
-    candidates = [os.environ.get("SGPS_SHARED"), REPO.parent / "shared", "/work/shared"]
+    """The project's read-only shared folder (paper, specs, reference traces, Boxoban): `$SGPS_SHARED`,
+    else ``shared/`` beside the repository; nothing that depends on the machine."""
+    candidates = [os.environ.get("SGPS_SHARED"), REPO.parent / "shared"]
     for candidate in candidates:
         if candidate and (Path(candidate) / "reference").is_dir():
             return Path(candidate)

@@ -107,3 +107,22 @@ def test_the_best_model_is_the_one_solving_most_validation_problems_then_the_sho
     assert not is_better_validation(5, 100, best_solved=5, best_length=100)
     assert not is_better_validation(4, 10, best_solved=5, best_length=100)
     assert is_better_validation(0, 0, best_solved=-1, best_length=0)  # the first pass always counts
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason"),
+    [
+        ({"max_expansions": 1}, "expansion limit"),
+        ({"max_iterations": 1}, "iteration limit"),
+        ({"time_limit_minutes": 1e-9}, "wall-clock limit"),
+        ({"max_iterations": 30, "initial_budget": 5000}, "every training problem solved"),
+    ],
+)
+def test_the_loop_records_why_it_stopped(tmp_path, limits, reason):
+    bootstrap = make_run(tmp_path / "run", dataclasses.replace(CONFIG, **limits))
+    state = bootstrap.run()
+    assert state.finished and state.stop_reason == reason
+    assert state.stopped_by_limit == (reason in ("expansion limit", "iteration limit", "wall-clock limit"))
+    resumed = make_run(tmp_path / "run", dataclasses.replace(CONFIG, **limits), fresh=False)
+    resumed.resume()
+    assert resumed.state.stop_reason == reason  # kept by the checkpoint

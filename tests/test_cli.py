@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import pytest
 from sgps.cli import DEMO_CONFIG, main
 from sgps.domains import read_levels
 from sgps.experiments import read_plan
+from sgps.experiments.summary import terminal_summary
 
 
 def test_generate_show_solve(tmp_path, capsys):
@@ -100,6 +102,45 @@ def test_demo_draws_levels_then_runs_and_summarises_a_comparison(tmp_path, capsy
     table = out[out.index("\nalgorithm ") + 1 :].splitlines()
     assert table[1].startswith("PHS*(π^SG)") and table[2].startswith("PHS*(π)")
     assert " of 16 " in table[1] and "of 4" in table[1]  # 20 problems, 4 held out; 4 test problems
+
+
+#: The demo's comparison in small: bounded by expansions (equal for both), the clock only a guard.
+TINY_BUDGETED = TINY_COMPARISON.replace(
+    "max_iterations = 1\n", "max_iterations = 50\nmax_expansions = 6000\ntime_limit_minutes = 30\n"
+)
+
+
+def without_column(lines: list[str], header: str, split: str) -> list[str]:
+    """`lines` of a table (cells separated by the regular expression `split`) without the column `header`."""
+    rows = [re.split(split, line) for line in lines]
+    index = rows[0].index(header)
+    return [" ".join(cell for i, cell in enumerate(row) if i != index) for row in rows]
+
+
+def test_the_demo_comparison_gives_the_same_table_on_a_loaded_machine(tmp_path):
+    """Expansions decide: a CPU-bound process beside the demo's comparison changes its minutes, nothing else."""
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY_BUDGETED)
+    tables, trainings, test_tables = [], [], []
+    for loaded in (False, True):
+        out = tmp_path / ("loaded" if loaded else "idle")
+        load = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if loaded else None
+        try:
+            assert main(["compare", str(config), "--out", str(out)]) == 0
+        finally:
+            if load is not None:
+                load.kill()
+                load.wait()
+        assert main(["report", str(out)]) == 0
+        tables.append(without_column(terminal_summary(out).splitlines(), "minutes", r"\s{2,}"))
+        report = (out / "report.md").read_text()
+        training = [line for line in report[report.index("## Training") :].splitlines() if line.startswith("|")]
+        trainings.append(without_column(training, "hours", r"\s*\|\s*"))
+        test_tables.append(report[report.index("## Test set") : report.index("## Training")])
+    assert tables[0] == tables[1] and len(tables[0]) == 3
+    assert test_tables[0] == test_tables[1] and test_tables[0].count("|") > 20
+    assert trainings[0] == trainings[1]
+    assert "expansion limit" in " ".join(trainings[0]) and "‡" not in " ".join(tables[0])
 
 
 def test_the_packaged_demo_comparison_is_a_valid_config():

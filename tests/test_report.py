@@ -23,7 +23,8 @@ from sgps.training.rundir import RunDirectory
 
 from comparisons import smoke_comparison, smoke_document
 
-LABELS = {"phs": r"PHS\*(π)", "phs-sg": r"PHS\*(π^SG)"}
+#: The smoke runs stop at their limit of one pass, a guard: the report marks them (‡).
+LABELS = {"phs": r"PHS\*(π) ‡", "phs-sg": r"PHS\*(π^SG) ‡"}
 SEEDS = (0, 1)
 
 
@@ -96,6 +97,8 @@ def test_the_report_numbers_equal_those_recomputed_from_the_csvs(smoke):
         assert_spread(row[2], [loop_state(run)["seconds"] / 3600 for run in runs.values()], 0.0006)
         assert_spread(row[3], [count[seed] - int(rows[-1]["outstanding"]) for seed, rows in outstanding.items()], 0)
         assert_spread(row[4], list(count.values()), 0)
+        assert row[5] == "iteration limit (2)"
+    assert "**Not decided.** ‡: A guard ended the training of phs-s0 (iteration limit)" in report
 
 
 def test_the_curves_are_each_seeds_steps_on_a_common_grid(smoke):
@@ -173,10 +176,37 @@ def test_ablations_show_settings_subgoal_distances_and_the_papers_numbers(smoke,
     report = (tmp_path / "report.md").read_text()
     ablation = table(report, "## Ablation")
     for name, level, paper in (("g1", "G1", "1.66"), ("g3", "G3", "4.93")):
-        row = ablation[f"{name} (PHS\\*(π^SG))"]
+        row = ablation[f"{name} (PHS\\*(π^SG)) ‡"]
         assert row[:3] == ["4", level, "yes"]
         assert_spread(row[3], distances[name], 0.006)
         assert row[7] == paper
         assert_spread(table(report, "Mean subgoal distance per cluster level")[level][1], distances[name], 0.006)
-    assert ablation["g1 (PHS\\*(π^SG))"][8] == "100 / 287.24 / 93.88"
-    assert table(report, "## Test set `test`")["g1 (PHS\\*(π^SG))"][-1] == "100 / 287.24 / 93.88"
+    assert ablation["g1 (PHS\\*(π^SG)) ‡"][8] == "100 / 287.24 / 93.88"
+    assert table(report, "## Test set `test`")["g1 (PHS\\*(π^SG)) ‡"][-1] == "100 / 287.24 / 93.88"
+
+
+def test_a_run_cut_by_its_time_guard_is_marked_and_one_bounded_by_expansions_is_not(tmp_path, capsys, monkeypatch):
+    document = smoke_document()
+    document["compare"].update(algorithms=["budget", "clock"], seeds=[0])
+    document["train"]["bootstrap"] = {"max_iterations": 50, "initial_budget": 250}
+    document["variants"] = {"budget": {"algorithm": "phs", "bootstrap": {"max_expansions": 3000}},
+                            "clock": {"algorithm": "phs", "bootstrap": {"time_limit_minutes": 0.002}}}  # fmt: skip
+    config = tmp_path / "guard.toml"
+    config.write_text(dumps(document))
+    out = tmp_path / "guard"
+    assert main(["compare", str(config), "--out", str(out), "--jobs", "2", "--threads", "1"]) == 0
+    assert "sgps: warning: a guard ended the training of clock-s0 (wall-clock limit)" in capsys.readouterr().err
+    legends = []
+
+    def record_legend(path, bands, label, **_):
+        legends.extend(label(band.variant) for band in bands)
+
+    monkeypatch.setattr("sgps.experiments.report.write_curves_png", record_legend)
+    assert main(["report", str(out)]) == 0
+    report = (out / "report.md").read_text()
+    training = table(report, "## Training")
+    assert training["budget (PHS\\*(π))"][5] == "expansion limit"
+    assert training["clock (PHS\\*(π)) ‡"][5] == "wall-clock limit"
+    assert "**Not decided.** ‡: A guard ended the training of clock-s0 (wall-clock limit)" in report
+    assert "budget-s0" not in report.split("## Test set")[0]
+    assert "clock (PHS*(π)) ‡ cut by a guard" in legends and "budget (PHS*(π))" in legends

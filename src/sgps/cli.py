@@ -495,6 +495,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     outcome = compare(args.config, args.out, jobs=args.jobs, threads=args.threads, max_batches=args.max_batches,
                       plugins=args.plugin, executor=args.executor, ray_address=args.ray_address)  # fmt: skip
     print(outcome.summary())
+    warning = outcome.guard_warning()
+    if warning is not None:
+        print(f"sgps: warning: {warning}", file=sys.stderr)
     failure = outcome.failure()
     if failure is not None:
         print(f"sgps: error: {failure}", file=sys.stderr)
@@ -545,6 +548,9 @@ def _demo_comparison(out: Path, config: Path) -> None:
     failure = outcome.failure()
     if failure is not None:
         raise SgpsError(failure)
+    warning = outcome.guard_warning()
+    if warning is not None:
+        print(f"sgps: warning: {warning}", file=sys.stderr)
     report = write_report(folder)
     print()
     print(terminal_summary(folder))

@@ -31,6 +31,7 @@ from sgps.experiments.launchers import Launcher, LocalLauncher, RayLauncher, lar
 from sgps.experiments.plan import ComparePlan, changed_keys, read_plan
 from sgps.experiments.problems import count_levels, pending_problems, problem_files, write_problems
 from sgps.experiments.progress import ProgressDisplay
+from sgps.experiments.results import guard_cut_runs, guard_warning, load_results
 from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
 from sgps.experiments.tomlfile import dumps
 from sgps.fileio import atomic_write_text
@@ -47,6 +48,8 @@ class CompareOutcome:
     out: Path
     jobs: Sequence[Job]
     concurrency: Concurrency
+    plan: ComparePlan
+    train_total: int  # problems in the training file (validation included when held out)
 
     def names(self, status: str) -> list[str]:
         return [job.run.name for job in self.jobs if job.status == status]
@@ -65,6 +68,10 @@ class CompareOutcome:
             return None
         named = "; ".join(f"{job.run.name}: {job.error}" for job in failed)
         return f"{len(failed)} of {len(self.jobs)} runs failed ({named}); their output is in {self.out / 'logs'}"
+
+    def guard_warning(self) -> str | None:
+        """One line naming the finished runs whose training a guard (wall clock, iterations) cut, or None."""
+        return guard_warning(guard_cut_runs(load_results(self.plan, self.out, self.train_total)))
 
 
 def compare(
@@ -121,7 +128,7 @@ def compare(
         display.event(f"compare {config} -> {out}: {len(queue)} runs, {concurrency.describe()}")
         Scheduler(plan, files, queue, concurrency, display, max_batches=max_batches, plugins=plugins,
                   launcher=launcher).run()  # fmt: skip
-    return CompareOutcome(out, queue, concurrency)
+    return CompareOutcome(out, queue, concurrency, plan, total)
 
 
 def _refuse_changes(config: Path, out: Path, plan: ComparePlan) -> None:

@@ -14,7 +14,11 @@ Writes, from the run directories alone:
     test results and mean subgoal distance, and that distance per cluster level;
 - ``DIR/curves.png`` and ``DIR/curves.csv``: the learning curves (curves.py).
 
-Only runs whose training finished are counted; the others are listed.
+Only runs whose training finished are counted; the others are listed. A run whose training
+a guard ended (the wall-clock or iteration limit, not its expansion budget or a stopping
+rule) is no result of a comparison at equal expansions: its algorithm is marked ‡ in the
+tables and the curve legend, and the report opens by saying that the comparison is not
+decided.
 """
 
 from __future__ import annotations
@@ -29,12 +33,14 @@ from sgps.errors import ConfigError
 from sgps.experiments.curves import curve_bands, write_curves_csv, write_curves_png
 from sgps.experiments.plan import ComparePlan, PaperNumbers, TestSet, read_plan
 from sgps.experiments.problems import count_levels, problem_files
-from sgps.experiments.results import RunResult, TestResult, load_results
+from sgps.experiments.results import RunResult, TestResult, guard_cut_runs, guard_warning, load_results
 from sgps.fileio import atomic_write_text
 from sgps.training.methods.hips import run as hips
 
 LABELS = {"phs": "PHS*(π)", "levin": "LevinTS(π)", "wastar": "WA*", "phs-sg": "PHS*(π^SG)", "levin-sg": "LevinTS(π^SG)",
           "hips-eps": "HIPS-ε"}  # fmt: skip
+#: Marks an algorithm some of whose runs a guard cut.
+GUARD_MARK = "‡"
 #: Trained offline, from the exact solver's trajectories: no training searches, no learning curve.
 OFFLINE_ALGORITHMS = (hips.ALGORITHM,)
 SUBGOAL_ALGORITHMS = ("phs-sg", "levin-sg")
@@ -49,16 +55,21 @@ def write_report(out: Path) -> Path:
     results = load_results(plan, out, count_levels(problem_files(plan, out).train))
     finished = [result for result in results if result.finished]
 
+    cut = {result.spec.variant for result in guard_cut_runs(results)}
+
     def label(variant: str) -> str:
-        return variant_label(plan, variant)
+        return variant_label(plan, variant) + (f" {GUARD_MARK}" if variant in cut else "")
 
     def markdown_label(variant: str) -> str:
         return label(variant).replace("*", "\\*")
 
+    def legend_label(variant: str) -> str:
+        return label(variant) + (" cut by a guard" if variant in cut else "")
+
     bands = curve_bands(finished, plan.variants)
     write_curves_csv(out / "curves.csv", bands)
     search_time_only = any(r.curve is not None and not r.curve.measured_seconds for r in finished)
-    write_curves_png(out / "curves.png", bands, label, search_time_only=search_time_only)
+    write_curves_png(out / "curves.png", bands, legend_label, search_time_only=search_time_only)
     path = out / "report.md"
     atomic_write_text(path, render_report(plan, results, markdown_label, search_time_only=search_time_only))
     return path
@@ -82,6 +93,9 @@ def render_report(
     waiting += [f"{spec.name} (not started)" for spec in plan.runs if spec.name not in started]
     if waiting:
         lines.append("Not counted: " + ", ".join(waiting) + ".")
+    warning = guard_warning(guard_cut_runs(results))
+    if warning is not None:
+        lines += ["", f"**Not decided.** {GUARD_MARK}: {warning[0].upper()}{warning[1:]}."]
     lines += ["", "Cells: mean over seeds, with (min-max) when there are several. The *best* columns are the seed",
               "the paper's model-selection rule picks: most test problems solved, then the smallest total",
               "solution length."]  # fmt: skip
@@ -142,7 +156,7 @@ def _training_table(plan: ComparePlan, finished: Sequence[RunResult], label: Cal
     lines = ["", "## Training", "",
              "Totals over each run: training expansions (failed searches included), wall-clock hours (validation",
              "and learning included) and training problems solved at least once.", ""]  # fmt: skip
-    header = ["algorithm", "seeds", "expansions", "hours", "solved", "of"]
+    header = ["algorithm", "seeds", "expansions", "hours", "solved", "of", "stopped by"]
     paper_column = any(plan.paper.get(v, PaperNumbers()).train for v in plan.variants)
     if paper_column:
         header.append("paper: expansions / hours / solved")
@@ -153,14 +167,22 @@ def _training_table(plan: ComparePlan, finished: Sequence[RunResult], label: Cal
             continue
         row = [label(variant), str(len(runs)), _spread([r.total_expansions for r in runs], _count),
                _spread([r.hours for r in runs], _hours), _spread([r.solved for r in runs], _count),
-               _spread([r.train_count for r in runs], _count)]  # fmt: skip
+               _spread([r.train_count for r in runs], _count), _stop_reasons(runs)]  # fmt: skip
         if plan.algorithm_of(variant) in OFFLINE_ALGORITHMS:
-            row[2], row[4] = "offline (solver trajectories)", "-"
+            row[2], row[4], row[6] = "offline (solver trajectories)", "-", "-"
         if paper_column:
             numbers = plan.paper.get(variant, PaperNumbers()).train
             row.append(" / ".join([_count(numbers[0]), _decimal(numbers[1]), _count(numbers[2])]) if numbers else "")
         lines.append(_table_row(row))
     return lines
+
+
+def _stop_reasons(runs: Sequence[RunResult]) -> str:
+    """Why the runs' training ended, with the number of seeds per reason when there are several."""
+    counts = collections.Counter(r.stop_reason or "unknown" for r in runs)
+    if len(runs) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{reason} ({count})" for reason, count in counts.items())
 
 
 def _ablation_tables(plan: ComparePlan, finished: Sequence[RunResult], label: Callable[[str], str]) -> list[str]:

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from sgps.experiments.plan import ComparePlan, RunSpec
-from sgps.experiments.runstate import loop_state, test_csv, training_finished
+from sgps.experiments.runstate import loop_state, stop_reason, test_csv, training_finished
+from sgps.training.bootstrap import GUARD_STOPS
 from sgps.training.rundir import RunDirectory
 
 
@@ -64,6 +65,12 @@ class RunResult:
     hours: float
     subgoal_distance: float | None
     settings: Mapping[str, Mapping[str, Any]]  # the run's resolved config.toml
+    stop_reason: str = ""  # why its training ended (`sgps.training.bootstrap.STOP_REASONS`), "" while it runs
+
+    @property
+    def cut_by_guard(self) -> bool:
+        """Whether a guard (wall clock, iteration cap) ended the training before its budget or a stopping rule."""
+        return self.stop_reason in GUARD_STOPS
 
     @property
     def total_expansions(self) -> int:
@@ -92,9 +99,25 @@ def load_results(plan: ComparePlan, out: Path, train_total: int) -> list[RunResu
                  if test_csv(path, test.name).exists()}  # fmt: skip
         curve = read_curve(directory, train_count)
         settings = tomllib.loads((path / "config.toml").read_text())
-        results.append(RunResult(spec, bool(state["finished"]), tests, curve, train_count, state["seconds"] / 3600,
-                                 subgoal_distance(directory), settings))  # fmt: skip
+        finished = bool(state["finished"])
+        results.append(RunResult(spec, finished, tests, curve, train_count, state["seconds"] / 3600,
+                                 subgoal_distance(directory), settings,
+                                 stop_reason(path, state) if finished else ""))  # fmt: skip
     return results
+
+
+def guard_cut_runs(results: Sequence[RunResult]) -> list[RunResult]:
+    """The finished runs whose training a guard ended (`RunResult.cut_by_guard`), in the plan's order."""
+    return [result for result in results if result.finished and result.cut_by_guard]
+
+
+def guard_warning(cut: Sequence[RunResult]) -> str | None:
+    """One sentence naming the runs a guard cut and saying what follows; None when there are none."""
+    if not cut:
+        return None
+    named = ", ".join(f"{r.spec.name} ({r.stop_reason})" for r in cut)
+    return (f"a guard ended the training of {named} before its expansion budget or a stopping rule, "
+            "so the comparison is not decided at equal expansions")  # fmt: skip
 
 
 def _offline_result(plan: ComparePlan, spec: RunSpec, path: Path, train_total: int) -> RunResult:

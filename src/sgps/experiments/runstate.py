@@ -54,6 +54,35 @@ def training_finished(run: Path) -> bool:
     return offline and (run / "checkpoints" / "latest.safetensors").exists()
 
 
+#: How the loop's log names each reason to stop (runs written before the loop state recorded it).
+_LOGGED_STOPS = {
+    "every training problem is solved": "every training problem solved",
+    "validation target reached": "validation rule",
+    "stopping: expansion limit reached": "expansion limit",
+    "stopping: iteration limit reached": "iteration limit",
+    "stopping: wall-clock limit reached": "wall-clock limit",
+}
+
+
+def stop_reason(run: Path, state: dict[str, Any]) -> str:
+    """Why the finished run `run` (loop state `state`) stopped: one of `bootstrap.STOP_REASONS`.
+
+    Runs whose checkpoint predates the recorded reason are read from the last such line of
+    their log.txt; "" when neither tells.
+    """
+    if state.get("stop_reason"):
+        return str(state["stop_reason"])
+    try:
+        lines = (run / "log.txt").read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return ""
+    for line in reversed(lines):
+        for text, reason in _LOGGED_STOPS.items():
+            if text in line:
+                return reason
+    return ""
+
+
 def test_csv(run: Path, test: str) -> Path:
     """Where `sgps test` writes the per-problem rows of test set `test` (its level file's stem)."""
     return run / "metrics" / f"test-{test}.csv"

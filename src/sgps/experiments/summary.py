@@ -14,8 +14,8 @@ from pathlib import Path
 from sgps.errors import ConfigError
 from sgps.experiments.plan import read_plan
 from sgps.experiments.problems import count_levels, problem_files
-from sgps.experiments.report import variant_label
-from sgps.experiments.results import load_results
+from sgps.experiments.report import GUARD_MARK, variant_label
+from sgps.experiments.results import guard_cut_runs, load_results
 
 
 def terminal_summary(out: Path) -> str:
@@ -25,6 +25,7 @@ def terminal_summary(out: Path) -> str:
         raise ConfigError(f"{out}: no compare.toml here; run `sgps compare CONFIG --out {out}` first")
     plan = read_plan(stored, check_files=False)
     results = [r for r in load_results(plan, out, count_levels(problem_files(plan, out).train)) if r.finished]
+    cut = {r.spec.variant for r in guard_cut_runs(results)}
     test = plan.tests[0] if plan.tests else None
     header = ["algorithm", "seeds", "train solved", "train expansions", "minutes"]
     if test is not None:
@@ -34,7 +35,7 @@ def terminal_summary(out: Path) -> str:
         runs = [r for r in results if r.spec.variant == variant]
         if not runs:
             continue
-        row = [variant_label(plan, variant), str(len(runs)),
+        row = [variant_label(plan, variant) + (f" {GUARD_MARK}" if variant in cut else ""), str(len(runs)),
                f"{_whole(_mean([r.solved for r in runs]))} of {runs[0].train_count:,}",
                f"{_mean([r.total_expansions for r in runs]):,.0f}",
                f"{_mean([r.hours * 60 for r in runs]):.1f}"]  # fmt: skip
@@ -47,6 +48,8 @@ def terminal_summary(out: Path) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width)
                        in enumerate(zip(row, widths, strict=True))) for row in rows]  # fmt: skip
+    if cut:
+        lines.append(f"{GUARD_MARK} cut by a guard (time or iteration limit) before its expansion budget: not a result")
     return "\n".join(lines)
 
 

@@ -144,9 +144,17 @@ class LoopState:
     final_pass: bool = False
     finished: bool = False
     stopped_by_limit: bool = False  # finished by an iteration, time or expansion limit, not by a stopping rule
+    stop_reason: str = ""  # why the run finished: one of STOP_REASONS ("" while it runs)
     started: bool = False  # the initial (0 expansions, N outstanding) row is written
     seconds: float = 0.0
 
+
+#: Why a run finished. The first two are the paper's stopping rules and the third the training budget
+#: a comparison gives every method alike; the last two are guards (`GUARD_STOPS`): a run they end
+#: has had fewer expansions than its budget, so it is no result of a comparison at equal expansions.
+STOP_REASONS = ("every training problem solved", "validation rule", "expansion limit", "iteration limit",
+                "wall-clock limit")  # fmt: skip
+GUARD_STOPS = ("iteration limit", "wall-clock limit")
 
 #: The largest trainer state accepted (optimisers and buffers of the largest networks fit well below).
 TRAINER_STATE_LIMIT = 4 << 30
@@ -206,6 +214,7 @@ class Bootstrap:
             state.started = True
         if state.finished and state.stopped_by_limit and self._limit_reached(started) is None:
             state.finished = state.stopped_by_limit = False  # resumed with a raised limit: go on
+            state.stop_reason = ""
             self.run_dir.log("limits raised: continuing")
         batches_run = 0
         batches_per_pass = -(-len(self.train) // config.batch_size)
@@ -221,7 +230,7 @@ class Bootstrap:
                 reason = self._limit_reached(started)
                 if reason is not None:
                     self.run_dir.log(f"stopping: {reason} reached")
-                    state.finished = state.stopped_by_limit = True
+                    self._finish(reason, by_limit=True)
                     break
                 self._train_batch(state.next_batch, started)
                 state.next_batch += 1
@@ -247,6 +256,10 @@ class Bootstrap:
         if config.max_expansions and self.state.cumulative_expansions >= config.max_expansions:
             return "expansion limit"
         return None
+
+    def _finish(self, reason: str, *, by_limit: bool = False) -> None:
+        """End the run, recording why (`STOP_REASONS`); a limit's stop resumes when the limit is raised."""
+        self.state.finished, self.state.stopped_by_limit, self.state.stop_reason = True, by_limit, reason
 
     def _train_batch(self, batch: int, started: float) -> None:
         state, config = self.state, self.config
@@ -291,10 +304,10 @@ class Bootstrap:
         state.iteration += 1
         reached = len(state.validation_solved) >= config.validation_ratio * len(self.validation)
         if config.stop_when_all_solved and len(state.solved) == len(self.train):
-            state.finished = True
+            self._finish("every training problem solved")
             self.run_dir.log("every training problem is solved: stopping")
         elif state.final_pass:
-            state.finished = True
+            self._finish("validation rule")
         else:
             if reached and self.validation:
                 state.final_pass = True
@@ -308,7 +321,7 @@ class Bootstrap:
                 state.validation_budget = min(budgets.validation, cap) if cap else budgets.validation
             if state.iteration >= config.max_iterations:  # the next pass is ready; a raised limit resumes it
                 self.run_dir.log("stopping: iteration limit reached")
-                state.finished = state.stopped_by_limit = True
+                self._finish("iteration limit", by_limit=True)
         state.previous_successes = state.pass_successes
         state.pass_successes = state.pass_success_expansions = 0
         state.next_batch = 0
