@@ -17,7 +17,7 @@ from sgps.cli import main
 from sgps.experiments.curves import curve_bands, step_at
 from sgps.experiments.plan import parse_plan
 from sgps.experiments.results import read_curve
-from sgps.experiments.runstate import loop_state
+from sgps.experiments.runstate import loop_state, stop_reason
 from sgps.experiments.tomlfile import dumps
 from sgps.training.rundir import RunDirectory
 
@@ -210,3 +210,14 @@ def test_a_run_cut_by_its_time_guard_is_marked_and_one_bounded_by_expansions_is_
     assert "**Not decided.** ‡: A guard ended the training of clock-s0 (wall-clock limit)" in report
     assert "budget-s0" not in report.split("## Test set")[0]
     assert "clock (PHS*(π)) ‡ cut by a guard" in legends and "budget (PHS*(π))" in legends
+
+
+def test_runs_written_before_the_stop_reason_was_recorded_read_it_from_their_log(tmp_path):
+    (tmp_path / "log.txt").write_text("iteration 0 batch 0: solved 0/16\nlimits raised: continuing\n"
+                                      "stopping: wall-clock limit reached\n")  # fmt: skip
+    assert stop_reason(tmp_path, {"finished": True, "stopped_by_limit": True}) == "wall-clock limit"
+    assert stop_reason(tmp_path, {"stop_reason": "expansion limit"}) == "expansion limit"  # the state wins
+    (tmp_path / "log.txt").write_text("validation target reached: one more pass, then stop\n")
+    assert stop_reason(tmp_path, {"finished": True}) == "validation rule"
+    (tmp_path / "log.txt").unlink()
+    assert stop_reason(tmp_path, {"finished": True}) == ""
