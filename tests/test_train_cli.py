@@ -56,7 +56,7 @@ def test_bad_config_files_name_the_key(tmp_path, level_files, capsys, text, mess
 
 
 def test_presets_and_overrides():
-    assert resolve_config("tiny").network.channels == 8
+    assert resolve_config("tiny").network.channels == 16  # compute-matched: twice each π^SG network's width
     assert resolve_config("paper").network.channels == 128 and resolve_config("paper").network.blocks == 8
     config = resolve_config("cpu", overrides={"learner": {"epochs": 2}, "bootstrap": {"validation_ratio": 1}})
     assert config.learner.epochs == 2 and config.bootstrap.validation_ratio == 1.0
