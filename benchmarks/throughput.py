@@ -42,11 +42,10 @@ from torch.profiler import ProfilerActivity, profile
 
 from sgps.domains import domain_names, get_domain
 from sgps.domains.generation import generate_levels, resolve_params
-from sgps.models.cost import flops_per_state
 from sgps.models.resnet import set_channels_last
 from sgps.search import BestFirstSearch, run, run_lockstep
 from sgps.training.config import resolve_config
-from sgps.training.setup import build_method
+from sgps.training.setup import build_method, subgoal_flop_ratio
 
 LOCKSTEP_N = 32
 EFFICIENCY_TARGET = 0.8
@@ -142,16 +141,6 @@ def convolution_share(forward: Any, observations: torch.Tensor, repeats: int = 2
     return sum(event.self_cpu_time_total for event in events if "convolution" in event.key) / total
 
 
-def flop_ratio(name: str, preset: str, levels: Sequence[Any]) -> float:
-    """FLOPs per state of a π^SG evaluation (code conditioning) over a PHS*(π) one, at `preset`."""
-    domain = get_domain(name)
-    flops = {}
-    for algorithm in ("phs", "phs-sg"):
-        config = resolve_config(preset, overrides={"run": {"device": "cpu", "algorithm": algorithm}})
-        flops[algorithm] = flops_per_state(build_method(domain, levels[0], config).evaluator(), levels)
-    return flops["phs-sg"] / flops["phs"]
-
-
 def matching_row(name: str, seed: int) -> tuple[float, float, float, float]:
     """(FLOP ratio at `cpu`, FLOP ratio at `paper`, timed forward ratio at batch 32, convolution share)."""
     domain = get_domain(name)
@@ -167,7 +156,7 @@ def matching_row(name: str, seed: int) -> tuple[float, float, float, float]:
 
     seconds = {key: 1 / bare_forward(forward, observations, LOCKSTEP_N)
                for key, forward in (("flat", network), ("subgoal", subgoal_forward))}  # fmt: skip
-    return (flop_ratio(name, "cpu", levels[:4]), flop_ratio(name, "paper", levels[:2]),
+    return (subgoal_flop_ratio(domain, levels[:4], "cpu"), subgoal_flop_ratio(domain, levels[:2], "paper"),
             seconds["subgoal"] / seconds["flat"], convolution_share(subgoal_forward, observations))  # fmt: skip
 
 

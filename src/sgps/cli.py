@@ -26,7 +26,7 @@ from sgps.domains.generation import generate_levels, resolve_params
 from sgps.domains.render import write_png
 from sgps.domains.solver import default_state_cap
 from sgps.errors import ConfigError, SgpsError
-from sgps.experiments import compare, write_report
+from sgps.experiments import CompareOutcome, compare, write_report
 from sgps.experiments.summary import terminal_summary
 from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
 from sgps.training import runner
@@ -495,14 +495,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     outcome = compare(args.config, args.out, jobs=args.jobs, threads=args.threads, max_batches=args.max_batches,
                       plugins=args.plugin, executor=args.executor, ray_address=args.ray_address)  # fmt: skip
     print(outcome.summary())
-    warning = outcome.guard_warning()
-    if warning is not None:
-        print(f"sgps: warning: {warning}", file=sys.stderr)
+    _warn_of_guards(outcome)
     failure = outcome.failure()
     if failure is not None:
         print(f"sgps: error: {failure}", file=sys.stderr)
         return 1
     return 0
+
+
+def _warn_of_guards(outcome: CompareOutcome) -> None:
+    """Name the runs a guard cut (their comparison is not decided), on standard error."""
+    warning = outcome.guard_warning()
+    if warning is not None:
+        print(f"sgps: warning: {warning}", file=sys.stderr)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -548,9 +553,7 @@ def _demo_comparison(out: Path, config: Path) -> None:
     failure = outcome.failure()
     if failure is not None:
         raise SgpsError(failure)
-    warning = outcome.guard_warning()
-    if warning is not None:
-        print(f"sgps: warning: {warning}", file=sys.stderr)
+    _warn_of_guards(outcome)
     report = write_report(folder)
     print()
     print(terminal_summary(folder))

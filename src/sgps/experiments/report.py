@@ -24,7 +24,7 @@ decided.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +58,7 @@ def write_report(out: Path) -> Path:
     cut = {result.spec.variant for result in guard_cut_runs(results)}
 
     def label(variant: str) -> str:
-        return variant_label(plan, variant) + (f" {GUARD_MARK}" if variant in cut else "")
+        return marked_label(plan, variant, cut)
 
     def markdown_label(variant: str) -> str:
         return label(variant).replace("*", "\\*")
@@ -79,6 +79,11 @@ def variant_label(plan: ComparePlan, variant: str) -> str:
     """How the tables name a variant: the paper's name of its algorithm, or 'VARIANT (algorithm)'."""
     algorithm = plan.algorithm_of(variant)
     return LABELS[algorithm] if variant == algorithm else f"{variant} ({LABELS[algorithm]})"
+
+
+def marked_label(plan: ComparePlan, variant: str, cut: Collection[str]) -> str:
+    """`variant_label`, marked ‡ when the variant is in `cut` (some of its runs a guard ended)."""
+    return variant_label(plan, variant) + (f" {GUARD_MARK}" if variant in cut else "")
 
 
 def render_report(

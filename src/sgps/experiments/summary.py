@@ -14,7 +14,7 @@ from pathlib import Path
 from sgps.errors import ConfigError
 from sgps.experiments.plan import read_plan
 from sgps.experiments.problems import count_levels, problem_files
-from sgps.experiments.report import GUARD_MARK, variant_label
+from sgps.experiments.report import GUARD_MARK, marked_label
 from sgps.experiments.results import guard_cut_runs, load_results
 
 
@@ -35,7 +35,7 @@ def terminal_summary(out: Path) -> str:
         runs = [r for r in results if r.spec.variant == variant]
         if not runs:
             continue
-        row = [variant_label(plan, variant) + (f" {GUARD_MARK}" if variant in cut else ""), str(len(runs)),
+        row = [marked_label(plan, variant, cut), str(len(runs)),
                f"{_whole(_mean([r.solved for r in runs]))} of {runs[0].train_count:,}",
                f"{_mean([r.total_expansions for r in runs]):,.0f}",
                f"{_mean([r.hours * 60 for r in runs]):.1f}"]  # fmt: skip

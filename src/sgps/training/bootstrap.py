@@ -155,6 +155,8 @@ class LoopState:
 STOP_REASONS = ("every training problem solved", "validation rule", "expansion limit", "iteration limit",
                 "wall-clock limit")  # fmt: skip
 GUARD_STOPS = ("iteration limit", "wall-clock limit")
+#: The stops a resume with a raised limit goes on from.
+LIMIT_STOPS = ("expansion limit", *GUARD_STOPS)
 
 #: The largest trainer state accepted (optimisers and buffers of the largest networks fit well below).
 TRAINER_STATE_LIMIT = 4 << 30
@@ -230,7 +232,7 @@ class Bootstrap:
                 reason = self._limit_reached(started)
                 if reason is not None:
                     self.run_dir.log(f"stopping: {reason} reached")
-                    self._finish(reason, by_limit=True)
+                    self._finish(reason)
                     break
                 self._train_batch(state.next_batch, started)
                 state.next_batch += 1
@@ -257,9 +259,10 @@ class Bootstrap:
             return "expansion limit"
         return None
 
-    def _finish(self, reason: str, *, by_limit: bool = False) -> None:
+    def _finish(self, reason: str) -> None:
         """End the run, recording why (`STOP_REASONS`); a limit's stop resumes when the limit is raised."""
-        self.state.finished, self.state.stopped_by_limit, self.state.stop_reason = True, by_limit, reason
+        self.state.finished, self.state.stop_reason = True, reason
+        self.state.stopped_by_limit = reason in LIMIT_STOPS
 
     def _train_batch(self, batch: int, started: float) -> None:
         state, config = self.state, self.config
@@ -321,7 +324,7 @@ class Bootstrap:
                 state.validation_budget = min(budgets.validation, cap) if cap else budgets.validation
             if state.iteration >= config.max_iterations:  # the next pass is ready; a raised limit resumes it
                 self.run_dir.log("stopping: iteration limit reached")
-                self._finish("iteration limit", by_limit=True)
+                self._finish("iteration limit")
         state.previous_successes = state.pass_successes
         state.pass_successes = state.pass_success_expansions = 0
         state.next_batch = 0

@@ -10,11 +10,12 @@ import torch
 
 from sgps.domains.base import Domain
 from sgps.errors import ConfigError
+from sgps.models.cost import flops_per_state
 from sgps.models.flat import FlatNetwork, FlatNetworkConfig
 from sgps.models.subgoal import SubgoalModel
 from sgps.search.costs import Algorithm, make_algorithm
 from sgps.training.bootstrap import Method
-from sgps.training.config import TrainConfig
+from sgps.training.config import TrainConfig, resolve_config
 from sgps.training.methods.flat.learner import FlatLearner, FlatMethod
 from sgps.training.methods.subgoal.learner import SubgoalLearner, SubgoalMethod
 
@@ -106,3 +107,16 @@ __all__ = [
     "search_algorithm",
     "split_problems",
 ]
+
+
+def subgoal_flop_ratio(domain: Domain[Any], states: Sequence[Any], preset: str) -> float:
+    """FLOPs per state of one PHS*(π^SG) evaluation over one PHS*(π) evaluation at `preset`.
+
+    The presets keep it at most 1.2, as the paper's sizes do (about 1.1): docs/subgoals.md,
+    "Compute-matched π^SG". Counted (`sgps.models.cost`), so the same on every machine.
+    """
+    flops = {}
+    for algorithm in ("phs", "phs-sg"):
+        config = resolve_config(preset, overrides={"run": {"device": "cpu", "algorithm": algorithm}})
+        flops[algorithm] = flops_per_state(build_method(domain, states[0], config).evaluator(), states)
+    return flops["phs-sg"] / flops["phs"]
