@@ -221,3 +221,32 @@ def test_runs_written_before_the_stop_reason_was_recorded_read_it_from_their_log
     assert stop_reason(tmp_path, {"finished": True}) == "validation rule"
     (tmp_path / "log.txt").unlink()
     assert stop_reason(tmp_path, {"finished": True}) == ""
+
+
+def test_a_comparison_still_training_gets_a_clean_report_with_its_runs_marked(tmp_path, capsys):
+    document = smoke_document()
+    document["compare"].update(algorithms=["phs-sg"], seeds=[0])
+    document["train"]["bootstrap"] = {"max_iterations": 5, "initial_budget": 250, "batch_size": 8}
+    config = tmp_path / "live.toml"
+    config.write_text(dumps(document))
+    out = tmp_path / "live"
+    assert main(["compare", str(config), "--out", str(out), "--threads", "1", "--max-batches", "2",
+                 "--tensorboard"]) == 0  # fmt: skip
+    assert list((out / "tensorboard" / "phs-sg-s0").glob("events.out.tfevents.*"))  # one folder per run
+    run = out / "runs" / "phs-sg-s0"
+    complete = read_rows(run / "metrics" / "outstanding.csv")
+    for name, partial in (("outstanding", "0,2,71"), ("train", "0,2,5,1,2"), ("learning", "0,2,1.5")):
+        with open(run / "metrics" / f"{name}.csv", "a") as handle:
+            handle.write(partial)  # the loop is writing its next rows
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    report = (out / "report.md").read_text()
+    assert "0 of 1 runs finished training" in report and "phs-sg-s0 (in progress)" in report
+    progress = table(report, "## In progress")["phs-sg-s0"]
+    expansions = int(complete[-1]["cumulative_expansions"])
+    assert progress[:4] == [r"PHS\*(π^SG)", "0", "1", "250"]
+    assert numbers(progress[4]) == [expansions] and numbers(progress[6]) == [24]
+    curves = read_rows(out / "curves.csv")
+    drawn = [row for row in curves if row["axis"] == "expansions"]
+    assert {row["algorithm"] for row in drawn} == {"phs-sg (in progress)"}
+    assert [int(row["x"]) for row in drawn] == [0] + [int(row["cumulative_expansions"]) for row in complete[1:]]

@@ -162,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     train_cmd.add_argument(
         "--max-batches", type=int, metavar="N", help="stop after N batches, resumable with --resume"
     )
+    train_cmd.add_argument(
+        "--tensorboard", metavar="DIR", help="also log the run to TensorBoard event files in DIR (tensorboard extra)"
+    )
     _add_executor_options(train_cmd, "where the searches run: local processes (default) or Ray actors")
 
     test_cmd = commands.add_parser("test", help="test a trained run: budget doubling over rounds")
@@ -192,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare_cmd.add_argument("--threads", type=int, metavar="N", help="threads per run (default: cores / jobs)")
     compare_cmd.add_argument(
         "--max-batches", type=int, metavar="N", help="train each run N more batches at most, then stop (resumable)"
+    )
+    compare_cmd.add_argument(
+        "--tensorboard", action="store_true", help="log every run to TensorBoard in DIR/tensorboard/RUN (its extra)"
     )
     _add_executor_options(compare_cmd, "where the runs go: processes here (default) or Ray tasks on a cluster")
 
@@ -419,6 +425,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         ("run", "algorithm", args.algorithm),
         ("run", "device", args.device),
         ("run", "workers", args.workers),
+        ("run", "tensorboard", args.tensorboard),
         ("bootstrap", "seed", args.seed),
         ("bootstrap", "max_iterations", args.max_iterations),
         ("bootstrap", "time_limit_minutes", args.time_limit),
@@ -456,7 +463,8 @@ def _train_hips(args: argparse.Namespace) -> int:
         raise ConfigError(f"--algorithm {hips.ALGORITHM} learns offline: give --dataset (written by `sgps dataset`) "
                           "or --problems (solved first with the exact solver)")  # fmt: skip
     ignored = [name for name, value in (("--validation", args.validation), ("--resume", args.resume),
-               ("--executor ray", args.executor == "ray"), ("--max-batches", args.max_batches)) if value]  # fmt: skip
+               ("--executor ray", args.executor == "ray"), ("--max-batches", args.max_batches),
+               ("--tensorboard", args.tensorboard)) if value]  # fmt: skip
     if ignored:
         unused = ", ".join(ignored)
         raise ConfigError(f"{unused}: not used by --algorithm {hips.ALGORITHM}, which learns offline")
@@ -493,7 +501,8 @@ def cmd_subgoals(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     outcome = compare(args.config, args.out, jobs=args.jobs, threads=args.threads, max_batches=args.max_batches,
-                      plugins=args.plugin, executor=args.executor, ray_address=args.ray_address)  # fmt: skip
+                      plugins=args.plugin, executor=args.executor, ray_address=args.ray_address,
+                      tensorboard=args.tensorboard)  # fmt: skip
     print(outcome.summary())
     _warn_of_guards(outcome)
     failure = outcome.failure()

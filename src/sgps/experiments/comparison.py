@@ -39,6 +39,7 @@ from sgps.training.methods.hips import run as hips
 from sgps.training.ray_pool import check_executor, cluster_cpus, connect
 from sgps.training.rundir import to_toml
 from sgps.training.runner import usable_cores
+from sgps.training.tensorboard import require_tensorboard
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ def compare(
     stream: TextIO | None = None,
     executor: str = "local",
     ray_address: str | None = None,
+    tensorboard: bool = False,
 ) -> CompareOutcome:
     """Run (or go on with) the comparison `config` in folder `out`.
 
@@ -94,12 +96,15 @@ def compare(
     is checked before anything is written: a bad config is a `ConfigError`.
     `executor`: ``local`` runs the commands as child processes here; ``ray`` as Ray tasks
     on the cluster at `ray_address` (or a local Ray instance), planned over the cluster's
-    CPUs (`sgps.experiments.launchers`).
+    CPUs (`sgps.experiments.launchers`). `tensorboard`: each training run also logs to
+    TensorBoard in ``out/tensorboard/RUN`` (`sgps.training.tensorboard`).
     """
     if max_batches is not None and max_batches < 1:
         raise ConfigError("--max-batches must be at least 1")
     out = out.resolve()  # the commands may run elsewhere (Ray tasks on other nodes, other working folders)
     check_executor(executor)
+    if tensorboard:
+        require_tensorboard()
     plan = read_plan(config)
     launcher: Launcher = LocalLauncher()
     cores, node_cores = usable_cores(), None
@@ -126,8 +131,9 @@ def compare(
                              plan.train_count(run, total)))  # fmt: skip
         display = ProgressDisplay(stream or sys.stdout)
         display.event(f"compare {config} -> {out}: {len(queue)} runs, {concurrency.describe()}")
+        board = out / "tensorboard" if tensorboard else None
         Scheduler(plan, files, queue, concurrency, display, max_batches=max_batches, plugins=plugins,
-                  launcher=launcher).run()  # fmt: skip
+                  launcher=launcher, tensorboard=board).run()  # fmt: skip
     return CompareOutcome(out, queue, concurrency, plan, total)
 
 

@@ -5,7 +5,8 @@ the last batch logged at or before x. Seeds log at different x, so every seed's 
 is read at the union of all their x (the common grid), and the mean, minimum and
 maximum over seeds are taken there. A seed that stopped earlier (every problem solved,
 or a limit reached) keeps its last value to the end of the grid. The same is done
-against wall-clock hours.
+against wall-clock hours. Runs still training get bands of their own, drawn dashed in
+their algorithm's colour and named "ALGORITHM (in progress)" in curves.csv.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ class Band:
     low: np.ndarray
     high: np.ndarray
     seeds: int
+    in_progress: bool = False  # the curves so far of runs still training
+
+
+#: How curves.csv names the band of runs still training.
+IN_PROGRESS = " (in progress)"
 
 
 def step_at(xs: np.ndarray, ys: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -44,8 +50,8 @@ def step_at(xs: np.ndarray, ys: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return ys[np.searchsorted(xs, grid, side="right") - 1]
 
 
-def curve_bands(results: Sequence[RunResult], variants: Sequence[str]) -> list[Band]:
-    """One band per variant with curves, for each axis."""
+def curve_bands(results: Sequence[RunResult], variants: Sequence[str], *, in_progress: bool = False) -> list[Band]:
+    """One band per variant with curves, for each axis (`in_progress`: of runs still training)."""
     bands = []
     for variant in variants:
         curves = [r.curve for r in results if r.spec.variant == variant and r.curve is not None]
@@ -56,7 +62,7 @@ def curve_bands(results: Sequence[RunResult], variants: Sequence[str]) -> list[B
             grid = np.unique(np.concatenate(xs))
             values = np.stack([step_at(x, curve.outstanding, grid) for x, curve in zip(xs, curves, strict=True)])
             bands.append(Band(variant, axis, grid, values.mean(axis=0), values.min(axis=0), values.max(axis=0),
-                              len(curves)))  # fmt: skip
+                              len(curves), in_progress))  # fmt: skip
     return bands
 
 
@@ -72,7 +78,8 @@ def write_curves_csv(path: Path, bands: Sequence[Band]) -> None:
     for band in bands:
         for x, mean, low, high in zip(band.x, band.mean, band.low, band.high, strict=True):
             x_text = str(int(x)) if band.axis == "expansions" else f"{x:.6f}"
-            writer.writerow([band.axis, band.variant, x_text, f"{mean:.4f}", int(low), int(high), band.seeds])
+            name = band.variant + (IN_PROGRESS if band.in_progress else "")
+            writer.writerow([band.axis, name, x_text, f"{mean:.4f}", int(low), int(high), band.seeds])
     atomic_write_text(path, buffer.getvalue())
 
 
@@ -86,7 +93,9 @@ def write_curves_png(path: Path, bands: Sequence[Band], label: Callable[[str], s
         axis = panels[band.axis]
         colour = colours(variants.index(band.variant) % 10)
         seeds = f"{band.seeds} seed{'s' if band.seeds > 1 else ''}"
-        axis.step(band.x, band.mean, where="post", color=colour, label=f"{label(band.variant)} ({seeds})")
+        text = f"{label(band.variant)} ({seeds}{', in progress' if band.in_progress else ''})"
+        style = "--" if band.in_progress else "-"
+        axis.step(band.x, band.mean, where="post", color=colour, linestyle=style, label=text)
         axis.fill_between(band.x, band.low, band.high, step="post", color=colour, alpha=0.2, linewidth=0)
     # Headroom above the largest count: a curve that never leaves "all outstanding" must not
     # be drawn on the frame, where it cannot be seen.

@@ -14,7 +14,9 @@ Writes, from the run directories alone:
     test results and mean subgoal distance, and that distance per cluster level;
 - ``DIR/curves.png`` and ``DIR/curves.csv``: the learning curves (curves.py).
 
-Only runs whose training finished are counted; the others are listed. A run whose training
+Only runs whose training finished are counted in the tables; runs still training (a
+comparison in progress: the report reads complete rows only) are listed with where they
+stand, and their curves so far are drawn dashed. A run whose training
 a guard ended (the wall-clock or iteration limit, not its expansion budget or a stopping
 rule) is no result of a comparison at equal expansions: its algorithm is marked ‡ in the
 tables and the curve legend, and the report opens by saying that the comparison is not
@@ -66,9 +68,10 @@ def write_report(out: Path) -> Path:
     def legend_label(variant: str) -> str:
         return label(variant) + (" cut by a guard" if variant in cut else "")
 
-    bands = curve_bands(finished, plan.variants)
+    running = [result for result in results if not result.finished]
+    bands = curve_bands(finished, plan.variants) + curve_bands(running, plan.variants, in_progress=True)
     write_curves_csv(out / "curves.csv", bands)
-    search_time_only = any(r.curve is not None and not r.curve.measured_seconds for r in finished)
+    search_time_only = any(r.curve is not None and not r.curve.measured_seconds for r in results)
     write_curves_png(out / "curves.png", bands, legend_label, search_time_only=search_time_only)
     path = out / "report.md"
     atomic_write_text(path, render_report(plan, results, markdown_label, search_time_only=search_time_only))
@@ -98,6 +101,9 @@ def render_report(
     waiting += [f"{spec.name} (not started)" for spec in plan.runs if spec.name not in started]
     if waiting:
         lines.append("Not counted: " + ", ".join(waiting) + ".")
+    running = [r for r in results if not r.finished]
+    if running:
+        lines += _progress_table(plan, running, label)
     warning = guard_warning(guard_cut_runs(results))
     if warning is not None:
         lines += ["", f"**Not decided.** {GUARD_MARK}: {warning[0].upper()}{warning[1:]}."]
@@ -112,6 +118,23 @@ def render_report(
     axis = " The hours axis counts search time only: some runs logged no wall clock." if search_time_only else ""
     lines += ["", f"Learning curves: `curves.png` (numbers in `curves.csv`).{axis}"]
     return "\n".join(lines) + "\n"
+
+
+def _progress_table(plan: ComparePlan, running: Sequence[RunResult], label: Callable[[str], str]) -> list[str]:
+    """Where each run still training stands, from the rows it has written so far (dashed in the curves)."""
+    lines = ["", "## In progress", "",
+             "Runs still training (or interrupted), as far as their metrics go; their curves are dashed.", ""]
+    lines += _table_head(["run", "algorithm", "seed", "pass", "budget", "expansions", "solved", "of", "hours"])
+    for result in running:
+        progress = result.progress
+        lines.append(_table_row([
+            result.spec.name, label(result.spec.variant), str(result.spec.seed),
+            str(progress.iteration + 1) if progress else "-",
+            _count(progress.budget) if progress and progress.budget is not None else "-",
+            _count(result.total_expansions), _count(result.solved), _count(result.train_count),
+            _hours(result.hours),
+        ]))  # fmt: skip
+    return lines
 
 
 def _test_table(

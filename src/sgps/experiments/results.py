@@ -11,6 +11,9 @@
   their times overlap), which leaves out learning and validation time.
 - Training totals: expansions, hours (the loop's wall clock, validation and learning
   included, from the trainer checkpoint) and problems solved.
+- Runs still training are read as far as they have written: complete CSV rows only (a
+  row being written is left out), with the clock of their last logged batch and where
+  they stand (pass, budget, outstanding), so that `sgps report` works during `sgps compare`.
 - The mean subgoal distance: the mean path length of the pairs drawn from failed
   trees (``metrics/learning.csv``, ``failed_mean_length``, weighted by ``failed_pairs``).
 """
@@ -26,7 +29,14 @@ from typing import Any
 import numpy as np
 
 from sgps.experiments.plan import ComparePlan, RunSpec
-from sgps.experiments.runstate import loop_state, stop_reason, test_csv, training_finished
+from sgps.experiments.runstate import (
+    RunProgress,
+    loop_state,
+    stop_reason,
+    test_csv,
+    training_finished,
+    training_progress,
+)
 from sgps.training.bootstrap import GUARD_STOPS
 from sgps.training.rundir import RunDirectory
 
@@ -66,6 +76,7 @@ class RunResult:
     subgoal_distance: float | None
     settings: Mapping[str, Mapping[str, Any]]  # the run's resolved config.toml
     stop_reason: str = ""  # why its training ended (`sgps.training.bootstrap.STOP_REASONS`), "" while it runs
+    progress: RunProgress | None = None  # where an unfinished run stands (its last logged batch)
 
     @property
     def cut_by_guard(self) -> bool:
@@ -91,18 +102,21 @@ def load_results(plan: ComparePlan, out: Path, train_total: int) -> list[RunResu
                 results.append(_offline_result(plan, spec, path, train_total))
             continue
         state = loop_state(path)
-        if state is None:
-            continue
+        if state is None and not (path / "metrics" / "outstanding.csv").exists():
+            continue  # not started
         directory = RunDirectory(path)
         train_count = plan.train_count(spec, train_total)
         tests = {test.name: read_test(test_csv(path, test.name)) for test in plan.tests
                  if test_csv(path, test.name).exists()}  # fmt: skip
         curve = read_curve(directory, train_count)
         settings = tomllib.loads((path / "config.toml").read_text())
-        finished = bool(state["finished"])
-        results.append(RunResult(spec, finished, tests, curve, train_count, state["seconds"] / 3600,
-                                 subgoal_distance(directory), settings,
-                                 stop_reason(path, state) if finished else ""))  # fmt: skip
+        finished = state is not None and bool(state["finished"])
+        # Still training: the clock of its last logged batch is newer than its checkpoint's.
+        seconds = state["seconds"] if finished else float(curve.seconds[-1]) if curve is not None else 0.0
+        hours = seconds / 3600
+        results.append(RunResult(spec, finished, tests, curve, train_count, hours, subgoal_distance(directory),
+                                 settings, stop_reason(path, state) if finished else "",
+                                 training_progress(path) if not finished else None))  # fmt: skip
     return results
 
 

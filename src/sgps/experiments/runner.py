@@ -68,10 +68,12 @@ class Scheduler:
         max_batches: int | None = None,
         plugins: Sequence[str] = (),
         launcher: Launcher | None = None,
+        tensorboard: Path | None = None,
     ) -> None:
         """`max_batches`: train each run for at most that many more batches, then leave it to resume.
 
         `launcher`: where the commands run (default: child processes of this machine).
+        `tensorboard`: a folder under which each training run logs to TensorBoard (one per run).
         """
         self.plan = plan
         self.files = files
@@ -80,6 +82,7 @@ class Scheduler:
         self.display = display
         self.max_batches = max_batches
         self.launcher = launcher or LocalLauncher()
+        self.tensorboard = tensorboard
         self.prefix = [arg for module in plugins for arg in ("--plugin", module)]
 
     def run(self) -> None:
@@ -163,6 +166,8 @@ class Scheduler:
             command += ["--config", str(job.config), "--workers", str(self.concurrency.workers), "--overwrite"]
         if self.max_batches is not None:
             command += ["--max-batches", str(self.max_batches)]
+        if self.tensorboard is not None:
+            command += ["--tensorboard", str(self.tensorboard / job.run.name)]
         return command
 
     def _offline_train_command(self, job: Job) -> list[str]:

@@ -84,6 +84,42 @@ class Method(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class BatchRecord:
+    """What one training batch did, as the loop's listeners see it (after the update)."""
+
+    iteration: int  # passes completed before this batch
+    batch: int
+    budget: int
+    searches: int
+    solved: int  # searches of the batch that solved their problem
+    expansions: int  # of the batch's searches
+    cumulative_expansions: int  # of the run so far, this batch included
+    outstanding: int  # training problems never solved so far
+    seconds: float  # the loop's wall clock after the batch (resumes add up, downtime left out)
+    report: Mapping[str, Any]  # what the method's update reported (metrics/learning.csv)
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    """The validation at the end of a pass, as the loop's listeners see it."""
+
+    iteration: int  # the pass just ended (0-based)
+    cumulative_expansions: int
+    seconds: float
+    validation_solved: int  # in this validation
+    validation_problems: int
+    validation_solved_ever: int  # distinct validation problems solved in any pass so far
+
+
+class LoopListener(Protocol):
+    """Something that follows a run as it trains (`sgps.training.tensorboard.TensorBoardLog`)."""
+
+    def batch_done(self, record: BatchRecord) -> None: ...
+
+    def pass_done(self, record: PassRecord) -> None: ...
+
+
 class BatchSearcher(Protocol):
     """Searches a batch elsewhere than in this process (`sgps.training.pool.SearchPool`: worker processes).
 
@@ -180,8 +216,11 @@ class Bootstrap:
         run_dir: RunDirectory,
         pool: BatchSearcher | None = None,
         fingerprint: Mapping[str, str] | None = None,
+        listeners: Sequence[LoopListener] = (),
     ) -> None:
         """`pool`: where to search (worker processes); None searches in this process, in lockstep.
+
+        `listeners`: told of every batch and validation (they may be added until `run`).
 
         `fingerprint`: what must not change when the run is resumed (the configuration
         keys that shape the run and a digest of the problems), saved with every
@@ -197,6 +236,7 @@ class Bootstrap:
         self.config = config
         self.run_dir = run_dir
         self.fingerprint = dict(fingerprint or {})
+        self.listeners = list(listeners)
         self.schedule = get_schedule(config.schedule)
         self.rng = np.random.default_rng(config.seed)
         self.state = LoopState(train_budget=config.initial_budget, validation_budget=config.initial_budget)
@@ -243,7 +283,7 @@ class Bootstrap:
                     state.seconds = time.perf_counter() - started
                     self.checkpoint()
             if not state.finished:
-                self._end_of_pass()
+                self._end_of_pass(started)
             state.seconds = time.perf_counter() - started
             self.checkpoint()
         return state
@@ -278,21 +318,31 @@ class Bootstrap:
         report = self.method.learn(self.domain, results)
         outstanding = len(self.train) - len(state.solved)
         where = {"iteration": state.iteration, "batch": batch}
+        seconds = round(time.perf_counter() - started, 3)
         self.run_dir.append(
             "outstanding",
             [{**where, "cumulative_expansions": state.cumulative_expansions, "outstanding": outstanding,
-              "seconds": round(time.perf_counter() - started, 3)}],
+              "seconds": seconds}],
         )  # fmt: skip
         self.run_dir.append("learning", [{**where, **report}])
+        record = BatchRecord(state.iteration, batch, state.train_budget, len(results), sum(r.solved for r in results),
+                             sum(r.expanded for r in results), state.cumulative_expansions, outstanding, seconds,
+                             report)  # fmt: skip
+        for listener in self.listeners:
+            listener.batch_done(record)
         losses = ", ".join(f"{k} {v:.4g}" for k, v in report.items() if k.startswith("loss") and v is not None)
         self.run_dir.log(
             f"iteration {state.iteration} batch {batch}: solved {sum(r.solved for r in results)}/{len(ids)}, "
             f"budget {state.train_budget}, outstanding {outstanding}; {losses or 'no update'}"
         )
 
-    def _end_of_pass(self) -> None:
+    def _end_of_pass(self, started: float) -> None:
         state, config = self.state, self.config
         solved_now, total_length = self._validate()
+        record = PassRecord(state.iteration, state.cumulative_expansions, round(time.perf_counter() - started, 3),
+                            solved_now, len(self.validation), len(state.validation_solved))  # fmt: skip
+        for listener in self.listeners:
+            listener.pass_done(record)
         if is_better_validation(solved_now, total_length, state.best_validation, state.best_validation_length):
             state.best_validation, state.best_validation_length = solved_now, total_length
             self.method.save_model(self.run_dir.checkpoints / "best.safetensors")
@@ -439,8 +489,10 @@ class Bootstrap:
         """Refuse to resume a run whose configuration or problems changed since it was checkpointed."""
         if not saved or not self.fingerprint:
             return  # a checkpoint from before fingerprints, or a caller that does not check
-        changed = sorted(key for key in saved.keys() | self.fingerprint.keys()
-                         if saved.get(key) != self.fingerprint.get(key))  # fmt: skip
+        # A setting the checkpoint does not name was added to sgps after the run started; its
+        # default keeps the behaviour the run had, so it is no change (the problems always count).
+        keys = saved.keys() | {key for key in self.fingerprint if key.startswith("problems.")}
+        changed = sorted(key for key in keys if saved.get(key) != self.fingerprint.get(key))
         problems = [key for key in changed if key.startswith("problems.")]
         if problems:
             raise ConfigError(

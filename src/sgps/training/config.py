@@ -53,6 +53,7 @@ class RunSettings:
     device: str = "auto"
     validation_fraction: float = 0.1  # of --problems, when no --validation file is given
     workers: int = 0  # search processes; 0: one per usable core (resolved when a run starts); 1: in-process
+    tensorboard: str = ""  # folder for TensorBoard event files ("": none; `sgps.training.tensorboard`)
 
 
 SECTIONS: dict[str, type] = {
@@ -164,27 +165,40 @@ def resolve_config(
     return TrainConfig(**sections)
 
 
+#: Settings added after runs were first written, with the value a run started before them
+#: behaves as (it neither probed π_low nor logged to TensorBoard; the probe changes no
+#: training): a run's config.toml without them is complete and takes these values.
+LATER_SETTINGS: dict[tuple[str, str], Any] = {("subgoal", "probe_pairs"): 16, ("run", "tensorboard"): ""}
+
+
 def load_run_config(file: Path, overrides: Mapping[str, Mapping[str, Any]] | None = None) -> TrainConfig:
     """A run directory's own ``config.toml``, which must list every setting (a run writes it in full).
 
     A key missing from it would otherwise take a preset's value without a word (an
     emptied file would become the `paper` preset, and the error would then blame the
-    checkpoint); here it is an error naming the keys. `overrides`: see `resolve_config`.
+    checkpoint); here it is an error naming the keys, unless it is one of the
+    `LATER_SETTINGS`. The file is not rewritten. `overrides`: see `resolve_config`.
     """
     document = read_toml(file)
-    missing = [
-        f"{section}.{field.name}"
+    absent = [
+        (section, field.name)
         for section, cls in SECTIONS.items()
         for field in dataclasses.fields(cls)
         if not isinstance(document.get(section), Mapping) or field.name not in document[section]
     ]
+    missing = [f"{section}.{key}" for section, key in absent if (section, key) not in LATER_SETTINGS]
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise ConfigError(
             f"{file}: the run's configuration is incomplete (missing {shown}); restore the file, "
             "or add the keys with their values (docs/training.md lists the defaults)"
         )
-    return resolve_config("paper", file, overrides)
+    completed: dict[str, dict[str, Any]] = {}
+    for section, key in absent:
+        completed.setdefault(section, {})[key] = LATER_SETTINGS[(section, key)]
+    for section, entries in (overrides or {}).items():
+        completed.setdefault(section, {}).update(entries)
+    return resolve_config("paper", file, completed)
 
 
 def read_toml(file: Path) -> dict[str, Any]:

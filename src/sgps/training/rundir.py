@@ -59,6 +59,25 @@ class RunDirectory:
         for name, columns in self.columns.items():
             atomic_write_text(self.metrics / f"{name}.csv", ",".join(columns) + "\n")
 
+    def keep_older_learning_columns(self) -> tuple[str, ...]:
+        """Keep the learning.csv header of a run started before the method reported more columns.
+
+        Columns a newer version adds come after the old ones, so a resumed run whose
+        header is a strict prefix of the method's columns goes on writing its own columns
+        (its file is never rewritten to another format). Returns the columns left out.
+        """
+        file = self.metrics / "learning.csv"
+        try:
+            with open(file, newline="", encoding="utf-8") as handle:
+                header = next(csv.reader(handle), [])
+        except (OSError, UnicodeDecodeError, csv.Error):
+            return ()  # the checks of `truncate` name the problem
+        columns = tuple(self.columns["learning"])
+        if len(header) < len(columns) and tuple(header) == columns[: len(header)]:
+            self.columns["learning"] = tuple(header)
+            return columns[len(header) :]
+        return ()
+
     def append(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append rows (dicts keyed by the file's columns) to metrics/NAME.csv."""
         columns = self.columns[name]
@@ -72,9 +91,16 @@ class RunDirectory:
         return {name: len(self.read(name)) for name in self.columns}
 
     def read(self, name: str) -> list[dict[str, str]]:
-        """The data rows of metrics/NAME.csv."""
+        """The complete data rows of metrics/NAME.csv.
+
+        Every row is written whole with its line end, so a last line without one is a row
+        still being written (a run in progress, read by `sgps report`) and is left out.
+        """
         with open(self.metrics / f"{name}.csv", newline="") as handle:
-            return list(csv.DictReader(handle))
+            text = handle.read()
+        if not text.endswith("\n"):
+            text = text[: text.rfind("\n") + 1]
+        return list(csv.DictReader(io.StringIO(text)))
 
     def truncate(self, counts: Mapping[str, int]) -> None:
         """Cut every metrics file back to `counts` data rows (what the last checkpoint saw).

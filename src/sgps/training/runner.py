@@ -28,6 +28,7 @@ from sgps.training.pool import SearchPool
 from sgps.training.ray_pool import RaySearchPool, check_executor, cluster_cpus, connect
 from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, split_problems
+from sgps.training.tensorboard import TensorBoardLog, require_tensorboard
 from sgps.training.testing import TestSummary, run_test
 from sgps.version import sgps_version
 
@@ -81,6 +82,8 @@ def train(
         raise ConfigError(f"--domain {domain} contradicts run.domain = {config.run.domain!r}")
     levels = read_levels(problems, domain or config.run.domain or None)  # refuses files of another domain
     check_executor(executor)
+    if config.run.tensorboard:  # before anything is written: a missing package is refused here
+        require_tensorboard()
     if executor == "ray":  # before anything is written: Ray missing or unreachable is refused here
         ray = connect(ray_address)
         workers = config.run.workers or cluster_cpus(ray)
@@ -114,7 +117,11 @@ def train(
         bootstrap = Bootstrap(levels.domain, train_levels, validation_levels, method, config.bootstrap, run_dir, pool,
                               fingerprint)  # fmt: skip
         if resume:
+            left_out = run_dir.keep_older_learning_columns()
             bootstrap.resume()
+            if left_out:
+                run_dir.log(f"sgps {sgps_version()}: this run started before metrics/learning.csv had the columns "
+                            f"{', '.join(left_out)}; they are not recorded for it")  # fmt: skip
             if overrides:
                 atomic_write_text(out / "config.toml", to_toml(config.as_dict()))
         else:
@@ -122,14 +129,25 @@ def train(
                 run_dir.clear()
             run_dir.create(config.as_dict())
             run_dir.log(f"sgps {sgps_version()}")
+        if config.run.tensorboard:
+            stack.callback(_follow_in_tensorboard(bootstrap, config, resume).close)
         state = _run_with_progress(bootstrap, len(train_levels), quiet, max_batches)
     return config, state
+
+
+def _follow_in_tensorboard(bootstrap: Bootstrap, config: TrainConfig, resume: bool) -> TensorBoardLog:
+    """A TensorBoard log of the run in `run.tensorboard`, listening to its loop from now on."""
+    loop = bootstrap.state
+    log = TensorBoardLog(Path(config.run.tensorboard), config_text=None if resume else to_toml(config.as_dict()),
+                         resumed_at=loop.cumulative_expansions if resume else None, seconds=loop.seconds)  # fmt: skip
+    bootstrap.listeners.append(log)
+    return log
 
 
 #: The settings a resumed run may change (its limits and where it runs); everything else is the run's.
 RESUME_OVERRIDES = (
     ("bootstrap", "max_iterations"), ("bootstrap", "time_limit_minutes"), ("bootstrap", "max_expansions"),
-    ("run", "workers"), ("run", "device"),
+    ("run", "workers"), ("run", "device"), ("run", "tensorboard"),
 )  # fmt: skip
 
 

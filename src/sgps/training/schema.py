@@ -111,6 +111,7 @@ RULES: dict[str, dict[str, Any]] = {
         "device": _choice(("cpu", "cuda", "auto")),
         "validation_fraction": _number(0.0, 1.0, open_high=True),
         "workers": _integer(0, 1024, " (0: one per core)"),
+        "tensorboard": Annotated[str, Field(strict=True, description='a folder for TensorBoard events ("": none)')],
     },
     "network": {"channels": WIDTH, "blocks": BLOCKS, "batch_norm": FLAG},
     "search": {"levin_plus_one": FLAG, "duplicates": _choice(DUPLICATE_RULES)},
@@ -165,6 +166,7 @@ RULES: dict[str, dict[str, Any]] = {
         "vq_minibatch": COUNT,
         "high_epochs": COUNT,
         "max_minibatches": COUNT,
+        "probe_pairs": _integer(0, 4096, " (0: no probe)"),
     },
 }
 

@@ -39,6 +39,7 @@ from sgps.search.engine import SearchResult
 from sgps.training.methods.flat.learner import FlatLearner, LearnerConfig
 from sgps.training.methods.flat.samples import solution_samples
 from sgps.training.methods.subgoal.clustering import HIERARCHIES
+from sgps.training.methods.subgoal.probe import PROBE_COLUMNS, probe_low_policy
 from sgps.training.methods.subgoal.samples import (
     SEGMENTATIONS,
     SUBGOAL_TARGETS,
@@ -56,7 +57,7 @@ from sgps.training.randomness import numpy_state, restore_numpy_state
 REPORT_COLUMNS = (
     "loss_vqvae", "loss_high", "loss_low", "loss_unconditional", "failed_trees", "failed_pairs",
     "failed_mean_length", "failed_mean_level", "cluster_level", "cluster_count", "segments", "length_mean",
-    "length_std", "codes_used", "code_perplexity", "code_counts", "high_entropy",
+    "length_std", "codes_used", "code_perplexity", "code_counts", "high_entropy", *PROBE_COLUMNS,
 )  # fmt: skip
 
 #: Old spellings of option values, accepted with a deprecation message.
@@ -114,6 +115,7 @@ class SubgoalSettings:
     vq_minibatch: int = 64
     high_epochs: int = 5
     max_minibatches: int = 5  # per epoch, for π_hi and π_low (the reference's cap)
+    probe_pairs: int = 16  # failed-tree pairs π_low is probed on before each update (0: no probe)
 
     def __post_init__(self) -> None:
         for name in RENAMED_VALUES:
@@ -199,11 +201,14 @@ class SubgoalLearner:
         (`code_counts`, `codes_used`, `code_perplexity` = exp of the entropy of that
         distribution: K when every code is used equally, 1 after a collapse) and the
         mean entropy of π_hi over the states of the high-level samples (`high_entropy`).
+        Before the update, the probe measures π_low on the batch's failed-tree pairs
+        (`sgps.training.methods.subgoal.probe`).
         """
         report: dict[str, Any] = {"loss_vqvae": None, "loss_high": None, "loss_low": None,
                                   "codes_used": None, "code_perplexity": None, "code_counts": None,
-                                  "high_entropy": None}  # fmt: skip
+                                  "high_entropy": None, **dict.fromkeys(PROBE_COLUMNS)}  # fmt: skip
         if samples is not None:
+            report.update(probe_low_policy(self.model, domain, samples, self.settings.probe_pairs, self.device))
             observations = torch.from_numpy(samples.observations).to(self.device)
             report["loss_vqvae"] = self._train_vqvae(observations, samples.vq)
             self.model.vqvae.eval()

@@ -188,6 +188,9 @@ class SubgoalSamples:
     chosen_levels: list[int] = field(default_factory=list)  # the level chosen for each failed tree
     cluster_counts: list[int] = field(default_factory=list)  # clusters at that level, per failed tree
     segments: int = 0
+    states: list[Any] = field(default_factory=list)  # the domain state of each row of `observations`
+    failed_paths: list[tuple[int, int, int]] = field(default_factory=list)  # (start row, subgoal row, length)
+    failed_low: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # their rows of `low`
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,8 @@ class _Collector:
         self.chosen_levels: list[int] = []
         self.cluster_counts: list[int] = []
         self.segments = 0
+        self.failed_paths: list[tuple[int, int, int]] = []
+        self.failed_low: list[int] = []
 
     def add_states(self, states: Sequence[Any]) -> list[int]:
         first = len(self.states)
@@ -234,6 +239,9 @@ class _Collector:
         """
         target = ids[-1]
         self.vq.append((ids[0], target))
+        if high_labels is None:
+            self.failed_paths.append((ids[0], target, len(actions)))
+            self.failed_low.extend(range(len(self.low), len(self.low) + len(actions)))
         for m, action in enumerate(actions):
             self.low.append((ids[m], target, int(action), weight))
             if high_labels is not None:
@@ -283,6 +291,9 @@ def collect_samples(
         chosen_levels=collector.chosen_levels,
         cluster_counts=collector.cluster_counts,
         segments=collector.segments,
+        states=collector.states,
+        failed_paths=collector.failed_paths,
+        failed_low=np.asarray(collector.failed_low, dtype=np.int64),
     )
 
 
