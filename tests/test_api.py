@@ -110,6 +110,33 @@ def test_errors_users_can_act_on(readme_run, searcher, tmp_path):
         searcher.solve(tsp.generate(0, **tsp.variants["large"]))
 
 
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda s, level: s.solve(level, index=1.5), "index"),
+        (lambda s, level: s.solve(level, budget="100"), "budget"),
+        (lambda s, level: s.solve(level, budget=True), "budget"),
+        (lambda s, level: s.solve(level, budget=float("nan")), "budget"),
+        (lambda s, level: s.solve(level, epsilon="0.1"), "epsilon"),
+        (lambda s, level: s.solve(None), "level"),
+        (lambda s, level: s.solve(get_domain("sokoban").generate(0)), "level"),
+        (lambda s, level: s.solve_many([level]), "levels"),
+        (lambda s, level: s.solve_many(7), "levels"),
+        (lambda s, level: sgps.load(None), "path"),
+        (lambda s, level: sgps.load(level.parent / "runs" / "tsp", checkpoint=None), "checkpoint"),
+    ],
+)
+def test_arguments_of_the_wrong_kind_are_refused_where_they_enter(readme_run, searcher, call, name):
+    with pytest.raises(TypeError, match=f"^{re.escape(name)}"):
+        call(searcher, readme_run[0] / "test.txt")
+
+
+def test_a_search_outcome_prints_short(readme_run, searcher):
+    outcome = searcher.solve(readme_run[0] / "test.txt", index=1, budget=4000)
+    text = repr(outcome)
+    assert text.startswith("SearchOutcome(status='solved', length=") and len(text) < 120
+
+
 def test_sgps_test_gif_animates_solved_problems(readme_run, tmp_path, capsys):
     folder = readme_run[0]
     run, problems, gifs = folder / "runs" / "tsp", folder / "test.txt", tmp_path / "gifs"

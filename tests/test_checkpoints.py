@@ -63,3 +63,34 @@ def test_a_failed_write_leaves_the_previous_checkpoint_intact(tmp_path, monkeypa
         save_checkpoint(path, network(seed=2))
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["latest.safetensors"]
+
+
+def test_bounded_reads_take_what_the_file_holds_in_chunks(tmp_path, monkeypatch):
+    from sgps.models import checkpoint
+
+    path = tmp_path / "trainer.pt"
+    path.write_bytes(bytes(range(256)) * 9000)  # 2.3 MB: three chunks
+    requested = []
+
+    class Recording:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+        def read(self, size=-1):
+            requested.append(size)
+            return self.handle.read(size)
+
+    def recording_open(*args, **kwargs):
+        return Recording(open(*args, **kwargs))
+
+    monkeypatch.setattr(checkpoint, "open", recording_open, raising=False)
+    assert checkpoint.read_bounded(path, 4 << 30, "trainer checkpoint") == path.read_bytes()
+    assert requested and max(requested) <= checkpoint.READ_CHUNK  # never the 4 GiB bound (ulimit -v)
+    with pytest.raises(CheckpointError, match="more than a trainer checkpoint"):
+        checkpoint.read_bounded(path, 1000, "trainer checkpoint")

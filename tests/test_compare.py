@@ -95,6 +95,18 @@ def test_running_compare_again_repeats_no_finished_run(smoke, tmp_path_factory, 
     assert files() == before
 
 
+def test_a_finished_run_that_lost_its_trainer_checkpoint_is_never_retrained_over(smoke, tmp_path, capsys):
+    out = tmp_path / "lost"
+    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock"))
+    run = out / "runs" / "phs-s1"
+    (run / "checkpoints" / "trainer.pt").unlink()
+    kept = {path: path.read_bytes() for path in run.rglob("*") if path.is_file()}
+    assert main(["compare", str(SMOKE_CONFIG), "--out", str(out), *SMOKE_OPTIONS]) == 1
+    error = capsys.readouterr().err
+    assert "phs-s1:" in error and "no checkpoints/trainer.pt" in error and "test-test.csv" in error
+    assert {path: path.read_bytes() for path in run.rglob("*") if path.is_file()} == kept
+
+
 def test_partial_training_resumes_to_the_rows_of_an_uninterrupted_run(smoke, tmp_path, capsys):
     config, out = one_run_config(tmp_path, "phs-sg"), tmp_path / "comparison"
     run = out / "runs" / "phs-sg-s0"

@@ -150,6 +150,8 @@ def test_render_modes():
         ({"variant": "huge"}, "no generator variant 'huge'"),
         ({"render_mode": "human"}, "render_mode must be one of rgb_array, ansi"),
         ({"max_steps": 0}, "max_steps must be at least 1"),
+        ({"cell": 100000}, "cell must be from 1 to 256"),
+        ({"level_seed": -1}, "level_seed must be at least 0"),
     ],
 )
 def test_bad_options_are_reported(level_file, options, message):
@@ -164,3 +166,31 @@ def test_missing_gymnasium_names_the_extra_to_install(monkeypatch):
     monkeypatch.delitem(sys.modules, "sgps.gym")
     with pytest.raises(ImportError, match=re.escape("pip install 'sgps[gym]'")):
         importlib.import_module("sgps.gym")
+
+
+@pytest.mark.parametrize(
+    ("options", "name"),
+    [({"max_steps": "10"}, "max_steps"), ({"max_steps": 2.5}, "max_steps"), ({"max_steps": True}, "max_steps"),
+     ({"cell": 4.0}, "cell"), ({"level_seed": "3"}, "level_seed"), ({"params": "x"}, "params"),
+     ({"level": get_domain("sokoban").generate(0)}, "level")],
+)  # fmt: skip
+def test_arguments_of_the_wrong_type_are_refused_naming_them(options, name):
+    with pytest.raises(TypeError, match=f"^{name} must be"):
+        SgpsEnv("tsp", **options)
+
+
+def test_an_ended_episode_needs_a_reset_and_reset_checks_its_arguments():
+    env = SgpsEnv("tsp", level_seed=5, max_steps=1)
+    env.reset()
+    assert env.step(0)[3]  # truncated
+    with pytest.raises(gymnasium.error.ResetNeeded, match="call reset"):
+        env.step(0)
+    env.reset()
+    env.step(0)  # a new episode steps again
+    with pytest.raises(TypeError, match="options must be a dict"):
+        env.reset(options="x")
+    with pytest.raises(TypeError, match="seed must be a whole number"):
+        env.reset(seed=1.5)
+    env.reset()
+    with pytest.raises(ValueError, match="not in Discrete"):
+        env.step(True)

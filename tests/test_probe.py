@@ -15,6 +15,7 @@ from sgps.training.config import resolve_config
 from sgps.training.methods.subgoal.probe import PROBE_COLUMNS, evenly_spaced, probe_low_policy
 from sgps.training.methods.subgoal.samples import collect_samples
 from sgps.training.setup import build_subgoal_method
+from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
 
 
 def tiny_method(domain, example, **subgoal):
@@ -101,9 +102,9 @@ def test_a_run_started_before_the_probe_resumes_with_its_own_columns(tmp_path):
     config.write_text("".join(line for line in config.read_text().splitlines(keepends=True)
                               if not line.startswith("probe_pairs")))  # fmt: skip
     trainer = run / "checkpoints" / "trainer.pt"
-    payload = torch.load(trainer, weights_only=True)
+    payload = read_trainer_state(trainer)
     del payload["fingerprint"]["subgoal.probe_pairs"]
-    torch.save(payload, trainer)
+    trainer.write_bytes(encode_trainer_state(payload))
     assert main([*common, "--resume", "--max-batches", "1"]) == 0
     with open(learning, newline="") as handle:
         resumed = list(csv.reader(handle))

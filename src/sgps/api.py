@@ -52,6 +52,11 @@ class SearchOutcome:
         """The number of actions of the solution, when solved."""
         return None if self.actions is None else len(self.actions)
 
+    def __repr__(self) -> str:
+        """A short summary: the states of a path would print thousands of characters."""
+        return (f"SearchOutcome(status={self.status!r}, length={self.length}, expansions={self.expansions}, "
+                f"seconds={self.seconds:.3f})")  # fmt: skip
+
 
 @dataclass(frozen=True)
 class TrainedRun:
@@ -125,7 +130,14 @@ class Searcher:
         if isinstance(levels, str | Path):
             starts = read_levels(levels, self.domain).states()
         else:
+            if not isinstance(levels, Sequence):
+                raise TypeError(f"levels must be a level file or folder, or a list of levels, not "
+                                f"{type(levels).__name__}")  # fmt: skip
+            if any(isinstance(level, str | Path) for level in levels):
+                raise TypeError("levels is a list holding a path; pass the level file or folder itself")
             starts = [level.state if isinstance(level, Level) else level for level in levels]
+            for number, start in enumerate(starts):
+                self.domain.check_state(start, f"levels[{number}]")
         if not starts:
             return []
         shapes = {self.domain.observation_shape(start) for start in starts}
@@ -139,14 +151,15 @@ class Searcher:
         return [_outcome(result) for result in results]
 
     def _start(self, level: str | Path | Level | object, index: int) -> Any:
+        _check_whole("index", index, 0)
         if isinstance(level, str | Path):
             levels = read_levels(level, self.domain)
             if not 0 <= index < len(levels):
                 raise ConfigError(f"{level} has {len(levels)} levels; index {index} is out of range")
             return levels.levels[index].state
-        if isinstance(level, Level):
-            return level.state
-        return level
+        state = level.state if isinstance(level, Level) else level
+        self.domain.check_state(state)
+        return state
 
     def _prepare(self, start: Any, name: str | None) -> tuple[Method, Algorithm]:
         """The method for levels shaped like `start`, and the algorithm to search with (checked first)."""
@@ -178,15 +191,25 @@ class Searcher:
         return algorithm
 
     def _budget(self, budget: int | None) -> int | None:
-        if budget is not None and budget < 1:
-            raise ConfigError("the budget must be at least 1 (or None for no budget)")
+        if budget is not None:
+            _check_whole("budget", budget, 1, " (or None for no budget)")
         return budget
 
     def _epsilon(self, epsilon: float | None) -> float:
+        if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, int | float)):
+            raise TypeError(f"epsilon must be a number from 0 to 1, not {type(epsilon).__name__} {epsilon!r}")
         value = self.config.bootstrap.epsilon if epsilon is None else epsilon
-        if not 0.0 <= value <= 1.0:
-            raise ConfigError("epsilon must be between 0 and 1")
+        if not 0.0 <= value <= 1.0:  # NaN fails this too
+            raise ConfigError(f"epsilon must be between 0 and 1, got {value}")
         return value
+
+
+def _check_whole(name: str, value: Any, low: int, note: str = "") -> None:
+    """`TypeError` unless `value` is an int (not a bool, not a float); `ConfigError` below `low`; both name `name`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
+    if value < low:
+        raise ConfigError(f"the {name} must be at least {low}{note}, got {value}")
 
 
 def load(path: str | Path, *, checkpoint: str = "best", device: str | None = None) -> Searcher:
@@ -197,6 +220,10 @@ def load(path: str | Path, *, checkpoint: str = "best", device: str | None = Non
     does: ``best`` (the latest when no validation has run yet), ``last``, or a file.
     `device` is ``cpu``, ``cuda`` or ``auto`` (default: the run's own setting).
     """
+    if not isinstance(path, str | Path):
+        raise TypeError(f"path must be a run directory or checkpoint file (str or Path), not {type(path).__name__}")
+    if not isinstance(checkpoint, str | Path):
+        raise TypeError(f"checkpoint must be 'best', 'last' or a file path, not {type(checkpoint).__name__}")
     given = Path(path)
     if given.is_file():
         run, weights = given.parent.parent, given

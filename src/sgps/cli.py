@@ -22,6 +22,7 @@ from sgps import __version__
 from sgps.api import animate_test_solutions
 from sgps.domains import Level, LevelSet, get_domain, read_levels, solve, write_levels
 from sgps.domains.animation import trajectory, write_gif
+from sgps.domains.base import MAX_CELL
 from sgps.domains.generation import generate_levels, resolve_params
 from sgps.domains.render import write_png
 from sgps.domains.solver import default_state_cap
@@ -37,7 +38,6 @@ from sgps.training.schema import ALGORITHMS
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
 DEMO_CONFIG = Path(__file__).parent / "experiments" / "configs" / "demo.toml"
 MAX_LEVELS = 1_000_000  # levels one `generate` or `demo` writes
-MAX_CELL = 256  # pixels per cell of a picture
 MAX_PIXELS = 2**26  # pixels of a picture (64 megapixels, 192 MiB of RGB)
 
 

@@ -37,6 +37,7 @@ except ImportError as error:
     ) from error
 
 from sgps.domains import Domain, get_domain, read_levels
+from sgps.domains.base import MAX_CELL
 from sgps.domains.generation import generate_levels, resolve_params
 from sgps.errors import ConfigError
 
@@ -91,10 +92,12 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {', '.join(self.metadata['render_modes'])} or None")
-        if max_steps is not None and max_steps < 1:
-            raise ConfigError("max_steps must be at least 1 (or None for no step limit)")
-        if cell < 1:
-            raise ConfigError("cell must be at least 1 pixel")
+        for name, value, low, high in (("max_steps", max_steps, 1, None), ("cell", cell, 1, MAX_CELL),
+                                       ("level_index", level_index, 0, None), ("level_seed", level_seed, 0, None)):
+            if value is not None or name == "cell":
+                _check_whole(name, value, low, high)
+        if params is not None and not isinstance(params, Mapping):
+            raise TypeError(f"params must be a mapping of generator parameters, not {type(params).__name__}")
         self.render_mode = render_mode
         self.max_steps = max_steps
         self.cell = cell
@@ -111,6 +114,7 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
         self.action_space = spaces.Discrete(self.domain.num_actions)
         self.state: Any = first
         self.steps = 0
+        self._ended = False  # the episode terminated or was truncated: step() waits for reset()
 
     def _pick_source(
         self,
@@ -130,6 +134,7 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
         if level_index is not None and level_file is None:
             raise ConfigError("level_index picks a level of level_file; pass level_file too")
         if level is not None:
+            self.domain.check_state(level)
             self._fixed = level
         elif level_file is not None:
             levels = read_levels(level_file, self.domain).states()
@@ -166,14 +171,21 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Start an episode on the next level of the source; `seed` reseeds the environment's generator."""
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError(f"options must be a dict or None, not {type(options).__name__}")
+        if seed is not None:
+            _check_whole("seed", seed, 0, None)
         super().reset(seed=seed, options=options)
         self.state = self._next_level()
         self.steps = 0
+        self._ended = False
         return self._observation(), {"solved": self.domain.is_goal(self.state)}
 
     def step(self, action: np.int64 | int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Apply `action` with the domain's rules; info["solved"] tells a goal from a dead end."""
-        if not self.action_space.contains(action):
+        if self._ended:
+            raise gymnasium.error.ResetNeeded("the episode has ended (terminated or truncated); call reset() first")
+        if isinstance(action, bool | np.bool_) or not self.action_space.contains(action):
             raise ValueError(f"action {action!r} is not in {self.action_space}")
         previous, move = self.state, int(action)
         self.state = self.domain.step(previous, move)
@@ -182,6 +194,7 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
         terminated = solved or self.domain.is_dead(self.state)
         truncated = not terminated and self.max_steps is not None and self.steps >= self.max_steps
         reward = float(solved) if self._reward is None else float(self._reward(previous, move, self.state))
+        self._ended = terminated or truncated
         return self._observation(), reward, terminated, truncated, {"solved": solved}
 
     def render(self) -> np.ndarray | str | None:
@@ -194,6 +207,16 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
 
     def _observation(self) -> np.ndarray:
         return self.domain.observe([self.state])[0]
+
+
+def _check_whole(name: str, value: Any, low: int, high: int | None) -> None:
+    """`TypeError` unless `value` is an int (not a bool); `ConfigError` outside [low, high]; both name `name`."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"from {low} to {high}" if high is not None else f"at least {low}"
+        raise ConfigError(f"{name} must be {bound}, got {value}" + (" (or None for no step limit)"
+                                                                    if name == "max_steps" else ""))  # fmt: skip
 
 
 def _register() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
 import numpy as np
 
@@ -27,6 +27,11 @@ S = TypeVar("S", bound=Hashable)
 #: 2 Down (row + 1), 3 Left (col - 1).
 MOVE_NAMES: tuple[str, ...] = ("up", "right", "down", "left")
 MOVE_DELTAS: tuple[tuple[int, int], ...] = ((-1, 0), (0, 1), (1, 0), (0, -1))
+
+
+#: The largest picture cell, in pixels, that the command line and the Gymnasium environments
+#: accept for `Domain.render_image` (a cell of 100,000 pixels would ask for hundreds of GiB).
+MAX_CELL = 256
 
 
 class Domain(ABC, Generic[S]):
@@ -158,6 +163,23 @@ class Domain(ABC, Generic[S]):
         """One line naming the level's size and the main facts of its header."""
         rows, cols = self.encode(state)[:2]
         return f"{self.name} {rows}x{cols}"
+
+    @classmethod
+    def state_type(cls) -> type | None:
+        """The class of this domain's states, from ``Domain[StateClass]`` in its bases (None if not named)."""
+        for klass in cls.__mro__:
+            for base in getattr(klass, "__orig_bases__", ()):
+                args = get_args(base)
+                if get_origin(base) is Domain and args and isinstance(args[0], type):
+                    return args[0]
+        return None
+
+    def check_state(self, value: Any, name: str = "level") -> None:
+        """`TypeError` naming `name` unless `value` is a state of this domain (where public functions take one)."""
+        expected = self.state_type()
+        if expected is not None and not isinstance(value, expected):
+            raise TypeError(f"{name} must be a {self.name} level (a {expected.__name__}, a Level or a level file), "
+                            f"not {type(value).__name__}")  # fmt: skip
 
 
 class Board:

@@ -134,6 +134,13 @@ class Scheduler:
                 self.display.event(f"{job.run.name}: {job.status}")
             return False
         job.status, command = step
+        orphaned = _orphaned_results(job.path) if "--overwrite" in command and job.run.config is not None else []
+        if orphaned:  # a fresh start would overwrite them: never without the user
+            job.status = FAILED
+            job.error = (f"{job.path} holds results ({', '.join(orphaned)}) but no checkpoints/trainer.pt to resume "
+                         "from; put trainer.pt back, or delete the run folder to train it again")  # fmt: skip
+            self.display.event(f"{job.run.name}: failed ({job.error})")
+            return False
         job.commands += 1
         job.trained = job.trained or job.status == "training"
         job.log.parent.mkdir(parents=True, exist_ok=True)
@@ -199,6 +206,18 @@ class Scheduler:
         budget = "-" if progress.budget is None else f"{progress.budget:,}"
         solved = job.train_count - progress.outstanding
         return f"training, pass {progress.iteration + 1}, budget {budget}, solved {solved}/{job.train_count}"
+
+
+def _orphaned_results(run: Path) -> list[str]:
+    """What a run folder without a trainer checkpoint holds that only a checkpointed run writes.
+
+    `Bootstrap.checkpoint` writes latest.safetensors just before trainer.pt, and tests
+    and best.safetensors come later, so any of them means trainer.pt was lost, not that
+    the run never got that far.
+    """
+    candidates = [run / "checkpoints" / "latest.safetensors", run / "checkpoints" / "best.safetensors",
+                  *sorted((run / "metrics").glob("test-*.csv"))]  # fmt: skip
+    return [str(path.relative_to(run)) for path in candidates if path.exists()]
 
 
 def _stop(job: Job) -> None:

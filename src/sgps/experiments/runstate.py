@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from sgps.errors import CheckpointError
 from sgps.training.methods.hips import run as hips
+from sgps.training.trainer_state import read_trainer_state
 
 _TAIL_BYTES = 8192
 
@@ -37,10 +36,9 @@ def loop_state(run: Path) -> dict[str, Any] | None:
     path = run / "checkpoints" / "trainer.pt"
     if not path.exists():
         return None
-    try:
-        payload = torch.load(path, weights_only=True)
-    except Exception as error:
-        raise CheckpointError(f"{path}: not a readable trainer checkpoint ({error})") from None
+    payload = read_trainer_state(path)
+    if not isinstance(payload, dict) or not isinstance(payload.get("loop"), dict):
+        raise CheckpointError(f"{path}: not a readable trainer checkpoint (no loop state)")
     return dict(payload["loop"])
 
 

@@ -112,6 +112,10 @@ def load_checkpoint(
     return metadata
 
 
+#: Bytes read at a time by `read_bounded`.
+READ_CHUNK = 1 << 20
+
+
 def read_bounded(file: Path, limit: int, what: str) -> bytes:
     """The bytes of `file`, refusing anything but a regular file of at most `limit` bytes (no FIFO, no device)."""
     try:
@@ -124,11 +128,17 @@ def read_bounded(file: Path, limit: int, what: str) -> bytes:
         raise CheckpointError(f"{file}: not a regular file; a {what} must be a plain file")
     if info.st_size > limit:
         raise CheckpointError(f"{file}: {info.st_size:,} bytes, more than a {what} of this run can hold ({limit:,})")
-    try:
+    chunks, size = [], 0
+    try:  # in chunks: `read(limit + 1)` would reserve the whole bound (GiBs) under a memory limit
         with open(file, "rb") as handle:
-            return handle.read(limit + 1)
+            while chunk := handle.read(READ_CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    raise CheckpointError(f"{file}: grew past what a {what} of this run can hold ({limit:,} bytes)")
+                chunks.append(chunk)
     except OSError as error:
         raise CheckpointError(f"{file}: cannot read the {what} ({error.strerror})") from None
+    return b"".join(chunks)
 
 
 def _check_tensors(file: Path, tensors: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:

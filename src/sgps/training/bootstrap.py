@@ -20,9 +20,7 @@ expansions end the run early (checked between batches).
 from __future__ import annotations
 
 import dataclasses
-import io
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +32,6 @@ import torch
 from sgps.domains.base import Domain
 from sgps.errors import CheckpointError, ConfigError
 from sgps.fileio import atomic_write_bytes
-from sgps.models.checkpoint import read_bounded
 from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
 from sgps.search.engine import SearchResult
@@ -42,6 +39,7 @@ from sgps.search.evaluators import Evaluator
 from sgps.training.budget import Budgets, PassOutcome, get_schedule
 from sgps.training.randomness import numpy_state, restore_numpy_state
 from sgps.training.rundir import RunDirectory
+from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
 
 
 class Method(Protocol):
@@ -193,9 +191,6 @@ STOP_REASONS = ("every training problem solved", "validation rule", "expansion l
 GUARD_STOPS = ("iteration limit", "wall-clock limit")
 #: The stops a resume with a raised limit goes on from.
 LIMIT_STOPS = ("expansion limit", *GUARD_STOPS)
-
-#: The largest trainer state accepted (optimisers and buffers of the largest networks fit well below).
-TRAINER_STATE_LIMIT = 4 << 30
 
 
 def is_better_validation(solved: int, total_length: int, best_solved: int, best_length: int) -> bool:
@@ -436,28 +431,20 @@ class Bootstrap:
             "log_lines": self.run_dir.log_lines(),
             "fingerprint": self.fingerprint,
         }
-        buffer = io.BytesIO()
-        torch.save(payload, buffer)
+        data = encode_trainer_state(payload)
         self.method.save_model(self.run_dir.checkpoints / "latest.safetensors")
-        atomic_write_bytes(self.run_dir.checkpoints / "trainer.pt", buffer.getvalue())
+        atomic_write_bytes(self.run_dir.checkpoints / "trainer.pt", data)
 
     def resume(self) -> None:
         """Restore the state of the last checkpoint and cut the metrics back to it."""
         path = self.run_dir.checkpoints / "trainer.pt"
         if not path.exists() and not path.is_symlink():
             raise CheckpointError(f"{path}: no trainer checkpoint to resume from")
-        data = read_bounded(path, TRAINER_STATE_LIMIT, "trainer checkpoint")
-        try:  # weights_only: plain data and tensors only, nothing is executed
-            with warnings.catch_warnings():  # torch's warnings about foreign files are not for users
-                warnings.simplefilter("ignore")
-                payload = torch.load(io.BytesIO(data), weights_only=True)
-            if not isinstance(payload, dict) or not {"loop", "method", "rng", "rows"} <= payload.keys():
-                raise ValueError("missing entries")
-        except Exception:  # torch's own text suggests unsafe loading: never show it
+        payload = read_trainer_state(path)
+        if not isinstance(payload, dict) or not {"loop", "method", "rng", "rows"} <= payload.keys():
             raise CheckpointError(
-                f"{path}: not a readable trainer checkpoint (damaged, or not written by sgps); "
-                "start the run again with --overwrite"
-            ) from None
+                f"{path}: not a readable trainer checkpoint (entries are missing); start the run again with --overwrite"
+            )
         self._check_fingerprint(dict(payload.get("fingerprint") or {}))
         try:
             loop = dict(payload["loop"])
