@@ -162,8 +162,30 @@ def test_the_packaged_demo_comparison_is_a_valid_config():
             "unknown tsp generator parameter 'colour'",
         ),
         (["--plugin", "no_such_module", "show", "{tmp}/good.txt"], "cannot import plugin module 'no_such_module'"),
+        (["--plugin", "", "show", "{tmp}/good.txt"], "--plugin needs a module name"),
+        (["--plugin", ".relative", "show", "{tmp}/good.txt"], "cannot import plugin module '.relative'"),
+        # options that do not apply are refused, never ignored
+        (["solve", "{tmp}/good.txt", "--domain", "tsp", "--budget", "10"], "--budget applies only with --algorithm"),
+        (["solve", "{tmp}/good.txt", "--domain", "tsp", "--epsilon", "0.1"], "--epsilon applies only with --algorithm"),
+        (["solve", "{tmp}/good.txt", "--domain", "tsp", "--algorithm", "phs", "--weight", "2"],
+         "--weight applies only with --algorithm wastar"),
+        (["solve", "{tmp}/good.txt", "--domain", "tsp", "--algorithm", "phs", "--method", "bfs"],
+         "--method is an option of the exact solver"),
+        (["solve", "{tmp}/good.txt", "--domain", "tsp", "--algorithm", "bfs", "--max-states", "9"],
+         "--max-states is an option of the exact solver"),
+        (["test", "{tmp}", "--problems", "{tmp}/good.txt", "--gif-limit", "3"], "--gif-limit applies only with --gif"),
+        (["test", "{tmp}", "--problems", "{tmp}/good.txt", "--gif", "{tmp}/g", "--gif-limit", "-1"],
+         "--gif-limit must be"),
+        (["train", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--ray-address", "auto"],
+         "--ray-address applies only with --executor ray"),
+        (["train", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--codebook-size", "3"],
+         "subgoal.codebook_size: only the subgoal algorithms (phs-sg, levin-sg) use it, not phs"),
+        (["train", "--algorithm", "levin", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--no-failed-trees"],
+         "subgoal.failed_trees: only the subgoal algorithms"),
+        (["train", "--algorithm", "hips-eps", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--workers", "4"],
+         "--workers: not used by --algorithm hips-eps"),
     ],
-)
+)  # fmt: skip
 def test_errors_are_one_line_with_nonzero_exit(tmp_path, capsys, argv, message):
     (tmp_path / "bad.txt").write_text("; comment\n3|3\n")
     (tmp_path / "good.txt").write_text("3|3|01|00|00|00|02|00|00|00|03\n")
@@ -171,6 +193,17 @@ def test_errors_are_one_line_with_nonzero_exit(tmp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert status == 2
     assert err.startswith("sgps: error: ") and message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("count", ["٣", "３", "1e3", "nan"])
+def test_numbers_in_other_scripts_are_refused_by_the_parser(tmp_path, capsys, count):
+    with pytest.raises(SystemExit) as stop:
+        main(["generate", "tsp", "--count", count, "--out", str(tmp_path / "x.txt")])
+    assert stop.value.code == 2 and "not a whole number (ASCII digits)" in capsys.readouterr().err
+    assert not (tmp_path / "x.txt").exists()
+    with pytest.raises(SystemExit):
+        main(["solve", str(tmp_path / "x.txt"), "--algorithm", "phs", "--epsilon", "١.٥"])
+    assert "not a finite number (ASCII digits)" in capsys.readouterr().err
 
 
 def test_console_script_never_prints_a_traceback(tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -38,7 +39,22 @@ from sgps.training.schema import ALGORITHMS
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
 DEMO_CONFIG = Path(__file__).parent / "experiments" / "configs" / "demo.toml"
 MAX_LEVELS = 1_000_000  # levels one `generate` or `demo` writes
+SOLVE_EPSILON, SOLVE_WEIGHT = 0.01, 1.5  # `solve --algorithm`: policy noise of levin/phs, the WA* weight
 MAX_PIXELS = 2**26  # pixels of a picture (64 megapixels, 192 MiB of RGB)
+
+
+def _int(text: str) -> int:
+    """An option's integer, in ASCII digits only (`int` would also take '٣' or '３')."""
+    if not re.fullmatch(r"[+-]?[0-9](_?[0-9])*", text.strip()):
+        raise argparse.ArgumentTypeError(f"not a whole number (ASCII digits): {text!r}")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    """An option's finite number, in ASCII (`float` would also take other scripts' digits, 'nan' and 'inf')."""
+    if not re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", text.strip()):
+        raise argparse.ArgumentTypeError(f"not a finite number (ASCII digits): {text!r}")
+    return float(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,9 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("domain", help="domain name")
     generate.add_argument("--variant", default="standard", help="generator variant (default: standard)")
     generate.add_argument(
-        "--count", type=int, default=10, help=f"number of levels, at most {MAX_LEVELS:,} (default: 10)"
+        "--count", type=_int, default=10, help=f"number of levels, at most {MAX_LEVELS:,} (default: 10)"
     )
-    generate.add_argument("--seed", type=int, default=0, help="seed of the first level; level k uses seed+k")
+    generate.add_argument("--seed", type=_int, default=0, help="seed of the first level; level k uses seed+k")
     generate.add_argument("--out", required=True, type=Path, help="level file to write")
     generate.add_argument(
         "--param", action="append", default=[], metavar="KEY=VALUE", help="override a generator parameter"
@@ -78,25 +94,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_level_arguments(show)
     show.add_argument("--png", type=Path, help="write a picture of the level to this PNG file")
     show.add_argument(
-        "--cell", type=int, default=16, help=f"pixels per cell in the PNG, at most {MAX_CELL} (default: 16)"
+        "--cell", type=_int, default=16, help=f"pixels per cell in the PNG, at most {MAX_CELL} (default: 16)"
     )
 
     solve_cmd = commands.add_parser(
         "solve", help="solve a level: the exact solver, or a best-first search with --algorithm"
     )
     _add_level_arguments(solve_cmd)
-    solve_cmd.add_argument("--method", choices=("auto", "bfs", "astar"), default="auto", help="exact solver method")
+    solve_cmd.add_argument("--method", choices=("auto", "bfs", "astar"), help="exact solver method (default: auto)")
     solve_cmd.add_argument(
-        "--max-states", type=int, help="exact solver state cap (default: 2M, fewer on levels too large for 4 GiB)"
+        "--max-states", type=_int, help="exact solver state cap (default: 2M, fewer on levels too large for 4 GiB)"
     )
     solve_cmd.add_argument(
         "--algorithm",
         choices=ALGORITHM_NAMES,
         help="run this best-first search instead (uniform policy; the domain heuristic where used)",
     )
-    solve_cmd.add_argument("--budget", type=int, help="expansion budget of --algorithm (default: none)")
-    solve_cmd.add_argument("--epsilon", type=float, default=0.01, help="policy noise of levin/phs (default: 0.01)")
-    solve_cmd.add_argument("--weight", type=float, default=1.5, help="WA* weight (default: 1.5)")
+    solve_cmd.add_argument("--budget", type=_int, help="expansion budget of --algorithm (default: none)")
+    solve_cmd.add_argument("--epsilon", type=_float, help="policy noise of levin/phs (default: 0.01)")
+    solve_cmd.add_argument("--weight", type=_float, help="WA* weight (default: 1.5)")
     solve_cmd.add_argument("--gif", type=Path, metavar="OUT.gif", help="animate the solution found to this GIF file")
 
     dataset = commands.add_parser(
@@ -106,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     dataset.add_argument("--problems", required=True, type=Path, help="training level file or folder")
     dataset.add_argument("--out", required=True, type=Path, help="dataset file to write (.npz)")
     dataset.add_argument(
-        "--max-states", type=int, help="exact solver state cap per level (default: 2M, fewer on large levels)"
+        "--max-states", type=_int, help="exact solver state cap per level (default: 2M, fewer on large levels)"
     )
 
     train_cmd = commands.add_parser("train", help="train a policy / heuristic with the Bootstrap process")
@@ -118,13 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
     train_cmd.add_argument("--validation", type=Path, help="validation levels (default: a split of --problems)")
     train_cmd.add_argument("--config", type=Path, help="TOML file with [run] [network] [learner] [bootstrap]")
     train_cmd.add_argument("--preset", choices=("tiny", "cpu", "paper"), help="default: cpu")
-    train_cmd.add_argument("--seed", type=int, help="run seed")
+    train_cmd.add_argument("--seed", type=_int, help="run seed")
     train_cmd.add_argument("--device", choices=("cpu", "cuda", "auto"), help="default: auto")
     train_cmd.add_argument(
-        "--workers", type=int, help="search processes on cpu (default 0: one per core; 1: search in this process)"
+        "--workers", type=_int, help="search processes on cpu (default 0: one per core; 1: search in this process)"
     )
-    train_cmd.add_argument("--max-iterations", type=int, help="passes over the training problems")
-    train_cmd.add_argument("--time-limit", type=float, metavar="MIN", help="wall-clock limit in minutes")
+    train_cmd.add_argument("--max-iterations", type=_int, help="passes over the training problems")
+    train_cmd.add_argument("--time-limit", type=_float, metavar="MIN", help="wall-clock limit in minutes")
     train_cmd.add_argument(
         "--levin-plus-one", action="store_true", default=None, help="LevinTS orders by (d+1)/π (the paper) not g/π"
     )
@@ -137,9 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-failed-trees", dest="failed_trees", action="store_false", default=None,
         help="learn subgoals from solution paths only (the paper's ablation)",
     )  # fmt: skip
-    subgoal.add_argument("--codebook-size", type=int, metavar="K", help="number of subgoal codes (default: 4)")
+    subgoal.add_argument("--codebook-size", type=_int, metavar="K", help="number of subgoal codes (default: 4)")
     subgoal.add_argument(
-        "--cluster-level", type=int, metavar="L", help="hierarchy level pairs are drawn from (default 0: ⌊L/2⌋-1)"
+        "--cluster-level", type=_int, metavar="L", help="hierarchy level pairs are drawn from (default 0: ⌊L/2⌋-1)"
     )
     subgoal.add_argument(
         "--conditioning", choices=("code-vector", "decoded-state", "code", "state"),
@@ -156,11 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train_cmd.add_argument("--quiet", action="store_true", help="no progress bar")
     train_cmd.add_argument(
-        "--threads", type=int, metavar="N",
+        "--threads", type=_int, metavar="N",
         help="torch threads of this process (default: $OMP_NUM_THREADS, else usable cores / workers)",
     )  # fmt: skip
     train_cmd.add_argument(
-        "--max-batches", type=int, metavar="N", help="stop after N batches, resumable with --resume"
+        "--max-batches", type=_int, metavar="N", help="stop after N batches, resumable with --resume"
     )
     train_cmd.add_argument(
         "--tensorboard", metavar="DIR", help="also log the run to TensorBoard event files in DIR (tensorboard extra)"
@@ -170,17 +186,17 @@ def build_parser() -> argparse.ArgumentParser:
     test_cmd = commands.add_parser("test", help="test a trained run: budget doubling over rounds")
     test_cmd.add_argument("run", type=Path, help="run directory")
     test_cmd.add_argument("--problems", required=True, type=Path, help="test level file or folder")
-    test_cmd.add_argument("--budget", type=int, default=4000, help="first-round budget (default: 4000)")
-    test_cmd.add_argument("--rounds", type=int, default=1, help="rounds, doubling the budget (default: 1)")
+    test_cmd.add_argument("--budget", type=_int, default=4000, help="first-round budget (default: 4000)")
+    test_cmd.add_argument("--rounds", type=_int, default=1, help="rounds, doubling the budget (default: 1)")
     test_cmd.add_argument("--checkpoint", default="best", help="best, last, or a checkpoint path (default: best)")
     test_cmd.add_argument("--gif", type=Path, metavar="DIR", help="animate each solved problem to DIR/NAME.gif")
-    test_cmd.add_argument("--gif-limit", type=int, default=20, metavar="N", help="at most N GIFs (default: 20)")
+    test_cmd.add_argument("--gif-limit", type=_int, metavar="N", help="with --gif: at most N GIFs (default: 20)")
     _add_executor_options(test_cmd, "where the searches run: this process (default) or one Ray actor per CPU")
 
     subgoals = commands.add_parser("subgoals", help="draw a state beside the K subgoals a trained π^SG proposes")
     subgoals.add_argument("run", type=Path, help="run directory of a phs-sg or levin-sg run")
     subgoals.add_argument("--problems", required=True, type=Path, help="level file or folder")
-    subgoals.add_argument("--index", type=int, default=0, help="which level, counting from 0 (default: 0)")
+    subgoals.add_argument("--index", type=_int, default=0, help="which level, counting from 0 (default: 0)")
     subgoals.add_argument("--png", required=True, type=Path, help="picture to write")
     subgoals.add_argument("--checkpoint", default="best", help="best, last, or a checkpoint path (default: best)")
 
@@ -191,10 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare_cmd.add_argument(
         "--out", required=True, type=Path, metavar="DIR", help="comparison folder (run again to resume)"
     )
-    compare_cmd.add_argument("--jobs", type=int, metavar="N", help="runs at a time (default: one per usable core)")
-    compare_cmd.add_argument("--threads", type=int, metavar="N", help="threads per run (default: cores / jobs)")
+    compare_cmd.add_argument("--jobs", type=_int, metavar="N", help="runs at a time (default: one per usable core)")
+    compare_cmd.add_argument("--threads", type=_int, metavar="N", help="threads per run (default: cores / jobs)")
     compare_cmd.add_argument(
-        "--max-batches", type=int, metavar="N", help="train each run N more batches at most, then stop (resumable)"
+        "--max-batches", type=_int, metavar="N", help="train each run N more batches at most, then stop (resumable)"
     )
     compare_cmd.add_argument(
         "--tensorboard", action="store_true", help="log every run to TensorBoard in DIR/tensorboard/RUN (its extra)"
@@ -208,8 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="draw solved levels of each domain, then compare PHS*(pi^SG) with PHS*(pi) on hard TSP"
     )
     demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output folder (default: runs/demo)")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the first level (default: 0)")
-    demo.add_argument("--count", type=int, default=3, help="levels per domain (default: 3)")
+    demo.add_argument("--seed", type=_int, default=0, help="seed of the first level (default: 0)")
+    demo.add_argument("--count", type=_int, default=3, help="levels per domain (default: 3)")
     demo.add_argument(
         "--config",
         type=Path,
@@ -223,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_level_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="level file or folder of level files")
     parser.add_argument("--domain", help="domain of the levels (needed unless the file names it)")
-    parser.add_argument("--index", type=int, default=0, help="which level, counting from 0 (default: 0)")
+    parser.add_argument("--index", type=_int, default=0, help="which level, counting from 0 (default: 0)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -231,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     warnings.formatwarning = _format_warning
     try:
+        _refuse_options_that_do_not_apply(args)
         for module in args.plugin:
             _load_plugin(module)
         return COMMANDS[args.command](args)
@@ -251,10 +268,42 @@ def _format_warning(message: Warning | str, category: type[Warning], *_: object,
     return f"sgps: warning: {message}\n"
 
 
+#: Options that apply only together with another: (command, option, attribute, needed attribute, needed value
+#: or None for "given", what to say). A given option whose condition fails is refused before anything runs.
+NEEDS: tuple[tuple[str, str, str, str, Any, str], ...] = (
+    ("solve", "--budget", "budget", "algorithm", None, "--algorithm (the exact solver has no budget)"),
+    ("solve", "--epsilon", "epsilon", "algorithm", None, "--algorithm (levin or phs)"),
+    ("solve", "--weight", "weight", "algorithm", "wastar", "--algorithm wastar"),
+    ("test", "--gif-limit", "gif_limit", "gif", None, "--gif DIR"),
+    *((command, "--ray-address", "ray_address", "executor", "ray", "--executor ray")
+      for command in ("train", "test", "compare")),
+)  # fmt: skip
+#: Options of the exact solver, refused with `solve --algorithm`.
+EXACT_SOLVER_OPTIONS = (("--method", "method"), ("--max-states", "max_states"))
+
+
+def _refuse_options_that_do_not_apply(args: argparse.Namespace) -> None:
+    """A `ConfigError` naming an option given where it has no effect (it would be ignored without a word)."""
+    for command, option, name, needed, value, what in NEEDS:
+        if args.command != command or getattr(args, name, None) is None:
+            continue
+        present = getattr(args, needed, None)
+        if present is None or (value is not None and present != value):
+            raise ConfigError(f"{option} applies only with {what}")
+    if args.command == "solve" and args.algorithm is not None:
+        for option, name in EXACT_SOLVER_OPTIONS:
+            if getattr(args, name) is not None:
+                raise ConfigError(f"{option} is an option of the exact solver, not of --algorithm {args.algorithm}")
+    if args.command == "test" and args.gif_limit is not None:
+        _check_range("--gif-limit", args.gif_limit, 1)
+
+
 def _load_plugin(module: str) -> None:
+    if not module.strip():
+        raise ConfigError("--plugin needs a module name (e.g. --plugin mypackage.mydomain)")
     try:
         importlib.import_module(module)
-    except ImportError as error:
+    except (ImportError, ValueError, TypeError) as error:
         raise ConfigError(f"cannot import plugin module {module!r}: {error}") from None
 
 
@@ -325,7 +374,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         _check_range("--max-states", args.max_states, 1)
     cap = default_state_cap(domain, level.state) if args.max_states is None else args.max_states
     try:
-        result = solve(domain, level.state, method=args.method, max_states=cap)
+        result = solve(domain, level.state, method=args.method or "auto", max_states=cap)
     except MemoryError:
         raise ConfigError(f"the exact solver ran out of memory; give a lower --max-states than {cap:,}") from None
     print(f"{level.name}: {domain.describe(level.state)} (line {level.line} of {level.path})")
@@ -345,16 +394,18 @@ def _best_first(args: argparse.Namespace, domain: Any, level: Level) -> int:
     """`sgps solve --algorithm`: one exact-order search with a model-free evaluator."""
     if args.budget is not None and args.budget < 1:
         raise ConfigError("--budget must be at least 1")
-    if not 0.0 <= args.epsilon <= 1.0:
-        raise ConfigError(f"--epsilon must be between 0 and 1, got {args.epsilon}")
-    if not (math.isfinite(args.weight) and args.weight >= 0):
-        raise ConfigError(f"--weight must be a finite number >= 0, got {args.weight}")
+    epsilon = SOLVE_EPSILON if args.epsilon is None else args.epsilon
+    weight = SOLVE_WEIGHT if args.weight is None else args.weight
+    if not 0.0 <= epsilon <= 1.0:
+        raise ConfigError(f"--epsilon must be between 0 and 1, got {epsilon}")
+    if not (math.isfinite(weight) and weight >= 0):
+        raise ConfigError(f"--weight must be a finite number >= 0, got {weight}")
     try:
-        algorithm = make_algorithm(args.algorithm, weight=args.weight)
+        algorithm = make_algorithm(args.algorithm, weight=weight)
     except ValueError as error:
         raise ConfigError(str(error)) from None
     evaluator = DomainHeuristic(domain) if algorithm.uses_heuristic else UniformPolicy(domain)
-    result = search(domain, level.state, algorithm, evaluator, budget=args.budget, epsilon=args.epsilon)
+    result = search(domain, level.state, algorithm, evaluator, budget=args.budget, epsilon=epsilon)
     print(f"{level.name}: {domain.describe(level.state)} (line {level.line} of {level.path})")
     print(
         f"{args.algorithm}: {result.status}, {result.expanded:,} expanded, {result.generated:,} generated, "
@@ -464,7 +515,7 @@ def _train_hips(args: argparse.Namespace) -> int:
                           "or --problems (solved first with the exact solver)")  # fmt: skip
     ignored = [name for name, value in (("--validation", args.validation), ("--resume", args.resume),
                ("--executor ray", args.executor == "ray"), ("--max-batches", args.max_batches),
-               ("--tensorboard", args.tensorboard)) if value]  # fmt: skip
+               ("--tensorboard", args.tensorboard), ("--workers", args.workers is not None)) if value]  # fmt: skip
     if ignored:
         unused = ", ".join(ignored)
         raise ConfigError(f"{unused}: not used by --algorithm {hips.ALGORITHM}, which learns offline")
@@ -483,7 +534,7 @@ def cmd_test(args: argparse.Namespace) -> int:
                           executor=args.executor, ray_address=args.ray_address)  # fmt: skip
     print(summary.table_row())
     if args.gif is not None:
-        written = animate_test_solutions(args.run, args.problems, args.gif, limit=args.gif_limit,
+        written = animate_test_solutions(args.run, args.problems, args.gif, limit=args.gif_limit or 20,
                                          checkpoint=args.checkpoint)  # fmt: skip
         print(f"wrote {len(written)} GIFs to {args.gif}")
     return 0

@@ -78,6 +78,11 @@ def train(
                 "or choose another --out"
             )
         config = resolve_config(preset or "cpu", config_file, overrides)
+        subgoal = sorted((overrides or {}).get("subgoal", {}))
+        if subgoal and config.run.algorithm not in SUBGOAL_COSTS:
+            named = ", ".join(f"subgoal.{key}" for key in subgoal)
+            raise ConfigError(f"{named}: only the subgoal algorithms ({', '.join(SUBGOAL_COSTS)}) use it, "
+                              f"not {config.run.algorithm}")  # fmt: skip
     if domain and config.run.domain and domain != config.run.domain:
         raise ConfigError(f"--domain {domain} contradicts run.domain = {config.run.domain!r}")
     levels = read_levels(problems, domain or config.run.domain or None)  # refuses files of another domain
