@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import stat
 import threading
 from pathlib import Path
 from typing import Any
@@ -313,3 +314,23 @@ def test_level_integers_are_ascii_digits_only(tmp_path, capsys, digits):
     level.write_text("; sgps domain=tsp count=1 params={}\n" + "|".join([digits, *fields[1:]]) + "\n")
     assert main(["show", str(level)]) == 2
     assert f"{level}:2: field 1" in one_error_line(capsys)
+
+
+def test_outputs_are_written_to_regular_files_only(tmp_path, capsys):
+    fifo = tmp_path / "fifo.txt"
+    os.mkfifo(fifo)
+    assert main(["generate", "tsp", "--count", "1", "--out", str(fifo)]) == 2
+    assert f"{fifo}: not a regular file" in one_error_line(capsys)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the FIFO, not replaced by a file
+    real = tmp_path / "real.txt"
+    real.write_text("old\n")
+    link = tmp_path / "link.txt"
+    link.symlink_to(real)
+    assert main(["generate", "tsp", "--count", "1", "--out", str(link)]) == 0
+    capsys.readouterr()
+    assert link.is_symlink() and "sgps domain=tsp" in real.read_text()  # the link is followed, not replaced
+    device = tmp_path / "null-link.txt"
+    device.symlink_to("/dev/null")
+    assert main(["generate", "tsp", "--count", "1", "--out", str(device)]) == 2
+    assert "not a regular file" in one_error_line(capsys)
+    assert Path("/dev/null").is_char_device()

@@ -51,9 +51,11 @@ def _int(text: str) -> int:
 
 
 def _float(text: str) -> float:
-    """An option's finite number, in ASCII (`float` would also take other scripts' digits, 'nan' and 'inf')."""
-    if not re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", text.strip()):
-        raise argparse.ArgumentTypeError(f"not a finite number (ASCII digits): {text!r}")
+    """An option's number in ASCII digits (`float` would also take '١.٥'); nan and inf pass, for the
+    command's own range check to name."""
+    decimal = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
+    if not re.fullmatch(decimal, text.strip()) and text.strip().lower().lstrip("+-") not in ("nan", "inf", "infinity"):
+        raise argparse.ArgumentTypeError(f"not a number (ASCII digits): {text!r}")
     return float(text)
 
 

@@ -10,16 +10,27 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write `data` to `path` atomically, creating parent folders as needed."""
+    """Write `data` to `path` atomically, creating parent folders as needed.
+
+    Only a new path or a regular file is written: a symbolic link is followed and its
+    target replaced (the link stays), and a folder, device, FIFO or socket is refused
+    (renaming over it would replace a device node with a plain file).
+    """
     target = Path(path)
+    if target.is_symlink():
+        target = target.resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "a folder stands where the file should be written", str(target))
+    if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+        raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket); write to a file path",
+                      str(Path(path)))  # fmt: skip
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
