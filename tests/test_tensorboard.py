@@ -41,7 +41,7 @@ def test_a_run_and_its_resume_write_one_series_without_repeated_steps(tmp_path, 
     train(problems, run, "--algorithm", "phs-sg", "--preset", "tiny", "--device", "cpu", "--tensorboard", str(board))
     first = read_events(board)
     tags = set(first.Tags()["scalars"])
-    expected = {"train/outstanding", "train/solved_in_batch", "train/budget", "train/pass",
+    expected = {"train/outstanding", "train/solved_in_batch", "train/solved_in_pass", "train/budget", "train/pass",
                 "train/expansions_per_second", "validation/solved", "validation/solved_ever",
                 "learning/loss_vqvae", "learning/loss_low", "learning/codes_used", "learning/code_perplexity",
                 "learning/probe_low_nll"}  # fmt: skip

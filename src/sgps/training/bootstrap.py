@@ -91,6 +91,7 @@ class BatchRecord:
     budget: int
     searches: int
     solved: int  # searches of the batch that solved their problem
+    solved_in_pass: int  # searches of this pass so far that solved their problem (re-solves included)
     expansions: int  # of the batch's searches
     cumulative_expansions: int  # of the run so far, this batch included
     outstanding: int  # training problems never solved so far
@@ -321,8 +322,8 @@ class Bootstrap:
         )  # fmt: skip
         self.run_dir.append("learning", [{**where, **report}])
         record = BatchRecord(state.iteration, batch, state.train_budget, len(results), sum(r.solved for r in results),
-                             sum(r.expanded for r in results), state.cumulative_expansions, outstanding, seconds,
-                             report)  # fmt: skip
+                             state.pass_successes, sum(r.expanded for r in results), state.cumulative_expansions,
+                             outstanding, seconds, report)  # fmt: skip
         for listener in self.listeners:
             listener.batch_done(record)
         losses = ", ".join(f"{k} {v:.4g}" for k, v in report.items() if k.startswith("loss") and v is not None)

@@ -7,7 +7,8 @@ the time between them left out), so TensorBoard's *Relative* axis shows training
 
 Scalars (step = cumulative expansions):
 
-- ``train/outstanding``, ``train/solved_in_batch``, ``train/budget``, ``train/pass``,
+- ``train/outstanding``, ``train/solved_in_batch``, ``train/solved_in_pass`` (searches of
+  the pass so far that solved their problem), ``train/budget``, ``train/pass``,
   ``train/expansions_per_second`` (the batch's expansions over the loop time since the
   batch before: search, learning and validation included);
 - ``validation/solved`` (at each end of pass) and ``validation/solved_ever``;
@@ -68,6 +69,7 @@ class TensorBoardLog:
         scalars: dict[str, Any] = {
             "train/outstanding": record.outstanding,
             "train/solved_in_batch": record.solved,
+            "train/solved_in_pass": record.solved_in_pass,
             "train/budget": record.budget,
             "train/pass": record.iteration,
             "train/expansions_per_second": record.expansions / elapsed if elapsed > 0 else None,
