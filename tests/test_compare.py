@@ -107,6 +107,18 @@ def test_a_finished_run_that_lost_its_trainer_checkpoint_is_never_retrained_over
     assert {path: path.read_bytes() for path in run.rglob("*") if path.is_file()} == kept
 
 
+@pytest.mark.parametrize("damage", [b"\xff\xfe not text", b"[compare\n", b"[problems]\n"])
+def test_a_damaged_compare_toml_is_one_error_line_naming_it(smoke, tmp_path, capsys, damage):
+    out = tmp_path / "damaged"
+    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock"))
+    (out / "compare.toml").write_bytes(damage)
+    runs = {path: path.read_bytes() for path in (out / "runs").rglob("*") if path.is_file()}
+    assert main(["compare", str(SMOKE_CONFIG), "--out", str(out), *SMOKE_OPTIONS]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("sgps: error: ") and error.count("\n") == 1 and "compare.toml" in error, error
+    assert {path: path.read_bytes() for path in runs} == runs
+
+
 def test_partial_training_resumes_to_the_rows_of_an_uninterrupted_run(smoke, tmp_path, capsys):
     config, out = one_run_config(tmp_path, "phs-sg"), tmp_path / "comparison"
     run = out / "runs" / "phs-sg-s0"

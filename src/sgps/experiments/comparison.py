@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import sys
-import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,7 +141,7 @@ def _refuse_changes(config: Path, out: Path, plan: ComparePlan) -> None:
     stored = out / "compare.toml"
     if not stored.exists():
         return
-    started = tomllib.loads(stored.read_text())
+    started = read_plan(stored, check_files=False).resolved  # a damaged file is a ConfigError naming it
     keys = [key for key in changed_keys(started, plan.resolved) if not _adds_runs(key, started, plan.resolved)]
     if keys:
         named = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
