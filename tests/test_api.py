@@ -152,7 +152,7 @@ def test_sgps_test_gif_animates_solved_problems(readme_run, tmp_path, capsys):
             assert image.n_frames == searcher.solve(problems, index=k, budget=2000).length + 1
 
     assert main([*argv[:-1], "-1"]) == 2
-    assert "sgps: error: the GIF limit must not be negative" in capsys.readouterr().err
+    assert "sgps: error: --gif-limit must be at least 0, got -1" in capsys.readouterr().err
 
 
 def test_importing_the_domains_or_the_environments_does_not_import_torch():

@@ -175,7 +175,7 @@ def test_the_packaged_demo_comparison_is_a_valid_config():
          "--max-states is an option of the exact solver"),
         (["test", "{tmp}", "--problems", "{tmp}/good.txt", "--gif-limit", "3"], "--gif-limit applies only with --gif"),
         (["test", "{tmp}", "--problems", "{tmp}/good.txt", "--gif", "{tmp}/g", "--gif-limit", "-1"],
-         "--gif-limit must be"),
+         "--gif-limit must be at least 0"),
         (["train", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--ray-address", "auto"],
          "--ray-address applies only with --executor ray"),
         (["train", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--codebook-size", "3"],

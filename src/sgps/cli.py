@@ -40,6 +40,7 @@ DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
 DEMO_CONFIG = Path(__file__).parent / "experiments" / "configs" / "demo.toml"
 MAX_LEVELS = 1_000_000  # levels one `generate` or `demo` writes
 SOLVE_EPSILON, SOLVE_WEIGHT = 0.01, 1.5  # `solve --algorithm`: policy noise of levin/phs, the WA* weight
+GIF_LIMIT = 20  # `test --gif`: GIFs written at most
 MAX_PIXELS = 2**26  # pixels of a picture (64 megapixels, 192 MiB of RGB)
 
 
@@ -296,8 +297,8 @@ def _refuse_options_that_do_not_apply(args: argparse.Namespace) -> None:
         for option, name in EXACT_SOLVER_OPTIONS:
             if getattr(args, name) is not None:
                 raise ConfigError(f"{option} is an option of the exact solver, not of --algorithm {args.algorithm}")
-    if args.command == "test" and args.gif_limit is not None:
-        _check_range("--gif-limit", args.gif_limit, 1)
+    if args.command == "test" and args.gif_limit is not None:  # before the test, not after it
+        _check_range("--gif-limit", args.gif_limit, 0)
 
 
 def _load_plugin(module: str) -> None:
@@ -536,8 +537,8 @@ def cmd_test(args: argparse.Namespace) -> int:
                           executor=args.executor, ray_address=args.ray_address)  # fmt: skip
     print(summary.table_row())
     if args.gif is not None:
-        written = animate_test_solutions(args.run, args.problems, args.gif, limit=args.gif_limit or 20,
-                                         checkpoint=args.checkpoint)  # fmt: skip
+        limit = GIF_LIMIT if args.gif_limit is None else args.gif_limit
+        written = animate_test_solutions(args.run, args.problems, args.gif, limit=limit, checkpoint=args.checkpoint)
         print(f"wrote {len(written)} GIFs to {args.gif}")
     return 0
 
