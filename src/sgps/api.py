@@ -25,7 +25,7 @@ from typing import Any
 
 from sgps.domains import Level, get_domain, read_levels
 from sgps.domains.animation import write_gif
-from sgps.errors import CheckpointError, ConfigError
+from sgps.errors import CheckpointError, ConfigError, check_whole_number
 from sgps.search import SearchResult, search, search_lockstep
 from sgps.search.costs import Algorithm
 from sgps.training import Method, RunDirectory, runner
@@ -151,7 +151,7 @@ class Searcher:
         return [_outcome(result) for result in results]
 
     def _start(self, level: str | Path | Level | object, index: int) -> Any:
-        _check_whole("index", index, 0)
+        check_whole_number("index", index, 0)
         if isinstance(level, str | Path):
             levels = read_levels(level, self.domain)
             if not 0 <= index < len(levels):
@@ -192,7 +192,7 @@ class Searcher:
 
     def _budget(self, budget: int | None) -> int | None:
         if budget is not None:
-            _check_whole("budget", budget, 1, " (or None for no budget)")
+            check_whole_number("budget", budget, 1, label="the budget", note=" (or None for no budget)")
         return budget
 
     def _epsilon(self, epsilon: float | None) -> float:
@@ -202,14 +202,6 @@ class Searcher:
         if not 0.0 <= value <= 1.0:  # NaN fails this too
             raise ConfigError(f"epsilon must be between 0 and 1, got {value}")
         return value
-
-
-def _check_whole(name: str, value: Any, low: int, note: str = "") -> None:
-    """`TypeError` unless `value` is an int (not a bool, not a float); `ConfigError` below `low`; both name `name`."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
-    if value < low:
-        raise ConfigError(f"the {name} must be at least {low}{note}, got {value}")
 
 
 def load(path: str | Path, *, checkpoint: str = "best", device: str | None = None) -> Searcher:

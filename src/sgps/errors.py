@@ -5,7 +5,9 @@ Every error the command line reports without a traceback derives from `SgpsError
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
+from typing import Any
 
 
 class SgpsError(Exception):
@@ -53,3 +55,18 @@ class CheckpointError(SgpsError):
 
 class RunLockedError(SgpsError):
     """A run directory is being trained by another process."""
+
+
+def check_whole_number(name: str, value: Any, low: int, high: int | None = None, *, label: str = "",
+                       note: str = "") -> None:  # fmt: skip
+    """Check a public function's integer argument where it enters.
+
+    `TypeError` naming `name` unless `value` is an integer (not a bool, a float or a
+    string); `ConfigError` outside [low, high], worded "LABEL must be ..., got VALUE"
+    (`label` defaults to `name`; `note` is added after the bound).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"from {low} to {high}" if high is not None else f"at least {low}"
+        raise ConfigError(f"{label or name} must be {bound}{note}, got {value}")

@@ -39,7 +39,7 @@ except ImportError as error:
 from sgps.domains import Domain, get_domain, read_levels
 from sgps.domains.base import MAX_CELL
 from sgps.domains.generation import generate_levels, resolve_params
-from sgps.errors import ConfigError
+from sgps.errors import ConfigError, check_whole_number
 
 #: Gymnasium id of each built-in domain.
 ENV_IDS: dict[str, str] = {
@@ -92,10 +92,12 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {', '.join(self.metadata['render_modes'])} or None")
-        for name, value, low, high in (("max_steps", max_steps, 1, None), ("cell", cell, 1, MAX_CELL),
-                                       ("level_index", level_index, 0, None), ("level_seed", level_seed, 0, None)):
-            if value is not None or name == "cell":
-                _check_whole(name, value, low, high)
+        if max_steps is not None:
+            check_whole_number("max_steps", max_steps, 1, note=" (or None for no step limit)")
+        check_whole_number("cell", cell, 1, MAX_CELL)
+        for name, value in (("level_index", level_index), ("level_seed", level_seed)):
+            if value is not None:
+                check_whole_number(name, value, 0)
         if params is not None and not isinstance(params, Mapping):
             raise TypeError(f"params must be a mapping of generator parameters, not {type(params).__name__}")
         self.render_mode = render_mode
@@ -174,7 +176,7 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
         if options is not None and not isinstance(options, Mapping):
             raise TypeError(f"options must be a dict or None, not {type(options).__name__}")
         if seed is not None:
-            _check_whole("seed", seed, 0, None)
+            check_whole_number("seed", seed, 0)
         super().reset(seed=seed, options=options)
         self.state = self._next_level()
         self.steps = 0
@@ -207,16 +209,6 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
 
     def _observation(self) -> np.ndarray:
         return self.domain.observe([self.state])[0]
-
-
-def _check_whole(name: str, value: Any, low: int, high: int | None) -> None:
-    """`TypeError` unless `value` is an int (not a bool); `ConfigError` outside [low, high]; both name `name`."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
-    if value < low or (high is not None and value > high):
-        bound = f"from {low} to {high}" if high is not None else f"at least {low}"
-        raise ConfigError(f"{name} must be {bound}, got {value}" + (" (or None for no step limit)"
-                                                                    if name == "max_steps" else ""))  # fmt: skip
 
 
 def _register() -> None:

@@ -321,14 +321,15 @@ class Bootstrap:
               "seconds": seconds}],
         )  # fmt: skip
         self.run_dir.append("learning", [{**where, **report}])
-        record = BatchRecord(state.iteration, batch, state.train_budget, len(results), sum(r.solved for r in results),
-                             state.pass_successes, sum(r.expanded for r in results), state.cumulative_expansions,
-                             outstanding, seconds, report)  # fmt: skip
+        solved = sum(r.solved for r in results)
+        record = BatchRecord(state.iteration, batch, state.train_budget, len(results), solved, state.pass_successes,
+                             sum(r.expanded for r in results), state.cumulative_expansions, outstanding, seconds,
+                             report)  # fmt: skip
         for listener in self.listeners:
             listener.batch_done(record)
         losses = ", ".join(f"{k} {v:.4g}" for k, v in report.items() if k.startswith("loss") and v is not None)
         self.run_dir.log(
-            f"iteration {state.iteration} batch {batch}: solved {sum(r.solved for r in results)}/{len(ids)}, "
+            f"iteration {state.iteration} batch {batch}: solved {solved}/{len(ids)}, "
             f"budget {state.train_budget}, outstanding {outstanding}; {losses or 'no update'}"
         )
 
