@@ -264,6 +264,9 @@ def _set(path: str, value: Any) -> Any:
          "variants.phs-sg.subgoal.codebook_size: must be an integer from 1 to 1,024, got 0"),
         (_set("variants.k1.algorithm", "phs-sg"), "variants.k1: not listed in compare.algorithms"),
         (_set("paper.phs.test", [100, 2]), "paper.phs.test: give [solved] or [solved, mean expansions, mean length]"),
+        (_set("paper.phs.train", [1e6, -2.0, 3]), "paper.phs.train: must be a list of finite numbers >= 0"),
+        (_set("problems.train.count", 10**12), "problems.train.count: must be at most 1,000,000, got 1,000,000,000"),
+        (_set("train.learner.learning_rate", 1e308), "train.learner.learning_rate: must be in (0, 1], got 1e+308"),
     ],
 )  # fmt: skip
 def test_a_bad_config_is_one_error_line_naming_the_key_and_nothing_starts(tmp_path, capsys, change, message):
@@ -275,6 +278,22 @@ def test_a_bad_config_is_one_error_line_naming_the_key_and_nothing_starts(tmp_pa
     error = capsys.readouterr().err
     assert error.startswith(f"sgps: error: {config}: ") and error.count("\n") == 1
     assert message in error
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("test = [nan]", "paper.phs.test: must be a list of finite numbers >= 0, got [nan]"),
+        ("distance = inf", "paper.phs.distance: must be a finite number >= 0, got inf"),
+    ],
+)
+def test_the_papers_numbers_are_finite(tmp_path, capsys, line, message):
+    config = write_config(tmp_path / "bad.toml", smoke_document())
+    config.write_text(config.read_text() + f"\n[paper.phs]\n{line}\n")
+    out = tmp_path / "comparison"
+    assert main(["compare", str(config), "--out", str(out)]) == 2
+    assert message in capsys.readouterr().err
     assert not out.exists()
 
 

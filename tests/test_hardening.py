@@ -23,6 +23,7 @@ from sgps.domains.boxworld import EMPTY as BOXWORLD_EMPTY
 from sgps.domains.boxworld import GEM
 from sgps.errors import ConfigError
 from sgps.training.config import SECTIONS, resolve_config
+from sgps.training.methods.hips.learner import HipsSettings
 from sgps.training.rundir import to_toml
 from sgps.training.schema import RULES
 
@@ -83,6 +84,10 @@ BAD_CONFIGS = [
     ("subgoal", "blocks", "-1"),
     ("subgoal", "commitment", "-0.25"),
     ("subgoal", "conditioning", "'film'"),
+    ("learner", "learning_rate", "1e308"),  # overflowed inside the optimiser
+    ("learner", "learning_rate", "2.0"),
+    ("learner", "weight_decay", "1e308"),
+    ("subgoal", "commitment", "1e308"),  # inf in float32: a NaN loss
 ]
 
 
@@ -138,8 +143,36 @@ def test_run_domain_must_match_the_level_files(tmp_path, problems, capsys):
 
 
 def test_every_key_has_a_rule():
-    for section, cls in SECTIONS.items():
+    for section, cls in {**SECTIONS, "hips": HipsSettings}.items():
         assert set(RULES[section]) == {field.name for field in dataclasses.fields(cls)}, section
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--workers", "1"), ("--seed", "3")])
+def test_a_flag_does_not_hide_a_bad_value_in_the_config_file(tmp_path, problems, capsys, flag, value):
+    config = tmp_path / "bad.toml"
+    config.write_text("[run]\nworkers = -1\n[bootstrap]\nseed = -1\n")
+    out = tmp_path / "run"
+    assert train(problems, out, "--config", str(config), flag, value) == 2
+    assert f"{config}: run.workers must be " in one_error_line(capsys)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("learning_rate = 1e308", "hips.learning_rate must be in (0, 1], got 1e+308"),
+        ("epsilon = 1.0", "hips.epsilon must be in (0, 1), got 1.0"),
+        ("channels = 2.5", "hips.channels must be an integer from 1 to 4,096, got 2.5"),
+        ("discount = nan", "hips.discount must be in [0, 1], got nan"),
+    ],
+)
+def test_hips_settings_follow_the_same_rules(tmp_path, problems, capsys, setting, message):
+    config = tmp_path / "bad.toml"
+    config.write_text(f"[hips]\n{setting}\n")
+    out = tmp_path / "run"
+    assert train(problems, out, "--algorithm", "hips-eps", "--config", str(config)) == 2
+    assert f"{config}: {message}" in one_error_line(capsys)
+    assert not out.exists()
 
 
 def test_deprecated_spellings_still_load_with_a_warning():
@@ -314,6 +347,55 @@ def test_level_integers_are_ascii_digits_only(tmp_path, capsys, digits):
     level.write_text("; sgps domain=tsp count=1 params={}\n" + "|".join([digits, *fields[1:]]) + "\n")
     assert main(["show", str(level)]) == 2
     assert f"{level}:2: field 1" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("position", [1, 7])
+def test_a_level_field_of_thousands_of_digits_is_one_error_line(tmp_path, capsys, position):
+    _, fields = _level_line("tsp")
+    fields[position - 1] = "7" * 4400  # beyond Python's 4,300-digit int() limit
+    level = tmp_path / "level.txt"
+    level.write_text("; sgps domain=tsp count=1 params={}\n" + "|".join(fields) + "\n")
+    assert main(["show", str(level)]) == 2
+    assert f"{level}:2: field {position} has 4,400 digits; a level field has at most 19" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["tsp", "--param", "size=20000"], "size must be between 2 and 255, not 20000"),  # hung
+        (["boxworld", "--param", "size=100000"], "size must be between 3 and 255, not 100000"),  # out of memory
+        (["craftworld", "--param", "size=256"], "size must be between 5 and 255, not 256"),
+        (["sokoban", "--param", "size=3"], "size must be between 4 and 255, not 3"),
+        (["sokoban", "--param", "walk_steps=1000000000"], "walk_steps must be between 0 and 10 x size x size"),
+        (["sokoban", "--param", "turn_probability=nan"], "turn_probability is a probability between 0 and 1, not nan"),
+        (["sokoban", "--param", "tries=0"], "tries must be between 1 and 1,000, not 0"),
+        (["boulderdash", "--param", "dirt=nan"], "dirt is a probability between 0 and 1, not nan"),
+    ],
+)
+def test_generator_parameters_are_bounded_before_anything_is_built(tmp_path, capsys, argv, message):
+    out = tmp_path / "levels.txt"
+    assert main(["generate", *argv, "--out", str(out)]) == 2
+    assert message in one_error_line(capsys)
+    assert not out.exists()
+
+
+def test_a_level_set_of_mixed_sizes_is_refused_before_a_run_is_made(tmp_path, problems, capsys):
+    large = tmp_path / "large.txt"
+    assert main(["generate", "tsp", "--variant", "large", "--count", "2", "--out", str(large)]) == 0
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text(problems.read_text() + "".join(large.read_text().splitlines(keepends=True)[1:]))
+    capsys.readouterr()
+    out = tmp_path / "run"
+    size_message = "a level of size 16x16 among levels of size 10x10"
+    assert train(mixed, out) == 2
+    assert f"{mixed}:8: {size_message}" in one_error_line(capsys)  # a header line and 6 levels before it
+    assert train(problems, out, "--validation", str(large)) == 2
+    assert f"{large}:2: {size_message}" in one_error_line(capsys)
+    assert not out.exists()
+    assert train(problems, out, "--max-batches", "1") == 0
+    capsys.readouterr()
+    assert main(["test", str(out), "--problems", str(mixed), "--budget", "10"]) == 2
+    assert f"{mixed}:8: {size_message}" in one_error_line(capsys)
 
 
 def test_outputs_are_written_to_regular_files_only(tmp_path, capsys):

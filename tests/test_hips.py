@@ -308,5 +308,5 @@ def test_a_hips_section_needs_hips_in_the_comparison(tmp_path, capsys):
     assert "hips: settings of hips-eps, which compare.algorithms does not list" in capsys.readouterr().err
     config.write_text(config.read_text().replace('["phs"]', '["phs", "hips-eps"]').replace("0.5", "2.0"))
     assert main(["compare", str(config), "--out", str(tmp_path / "out")]) == 2
-    assert "hips.epsilon must be strictly between 0 and 1" in capsys.readouterr().err
+    assert "hips.epsilon must be in (0, 1), got 2.0" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

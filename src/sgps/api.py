@@ -128,7 +128,9 @@ class Searcher:
         options are those of `solve`; the outcomes come back in input order.
         """
         if isinstance(levels, str | Path):
-            starts = read_levels(levels, self.domain).states()
+            level_set = read_levels(levels, self.domain)
+            level_set.observation_shape()
+            starts = level_set.states()
         else:
             if not isinstance(levels, Sequence):
                 raise TypeError(f"levels must be a level file or folder, or a list of levels, not "

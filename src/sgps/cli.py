@@ -24,7 +24,7 @@ from sgps.api import animate_test_solutions
 from sgps.domains import Level, LevelSet, get_domain, read_levels, solve, write_levels
 from sgps.domains.animation import trajectory, write_gif
 from sgps.domains.base import MAX_CELL
-from sgps.domains.generation import generate_levels, resolve_params
+from sgps.domains.generation import MAX_LEVELS, generate_levels, resolve_params
 from sgps.domains.render import write_png
 from sgps.domains.solver import default_state_cap
 from sgps.errors import ConfigError, SgpsError
@@ -38,7 +38,6 @@ from sgps.training.schema import ALGORITHMS
 
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
 DEMO_CONFIG = Path(__file__).parent / "experiments" / "configs" / "demo.toml"
-MAX_LEVELS = 1_000_000  # levels one `generate` or `demo` writes
 SOLVE_EPSILON, SOLVE_WEIGHT = 0.01, 1.5  # `solve --algorithm`: policy noise of levin/phs, the WA* weight
 GIF_LIMIT = 20  # `test --gif`: GIFs written at most
 MAX_PIXELS = 2**26  # pixels of a picture (64 megapixels, 192 MiB of RGB)

@@ -33,6 +33,26 @@ MOVE_DELTAS: tuple[tuple[int, int], ...] = ((-1, 0), (0, 1), (1, 0), (0, -1))
 #: accept for `Domain.render_image` (a cell of 100,000 pixels would ask for hundreds of GiB).
 MAX_CELL = 256
 
+#: The largest level side the level format holds (its header fields are bytes in the
+#: reference tools); generators refuse larger sizes before they build anything.
+MAX_LEVEL_SIDE = 255
+
+
+def check_generator_size(size: int, smallest: int) -> None:
+    """Raise `ValueError` unless a generator's `size` is in [smallest, MAX_LEVEL_SIDE].
+
+    Checked before the grid is built: a size of 20,000 would otherwise spend minutes
+    (and a size of 100,000 all the memory) on a level the format cannot hold.
+    """
+    if not smallest <= size <= MAX_LEVEL_SIDE:
+        raise ValueError(f"size must be between {smallest} and {MAX_LEVEL_SIDE}, not {size}")
+
+
+def check_probability(name: str, value: float) -> None:
+    """Raise `ValueError` unless a generator parameter is a probability (NaN is not)."""
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} is a probability between 0 and 1, not {value}")
+
 
 class Domain(ABC, Generic[S]):
     """A search problem family: rules, level format, observation, rendering, generators.
@@ -249,8 +269,10 @@ def split_level(fields: Sequence[int], header: Sequence[str]) -> tuple[list[int]
     rows, cols = head[0], head[1]
     if rows <= 0 or cols <= 0:
         raise LevelFormatError(f"bad level header: rows={rows} cols={cols} must both be positive")
-    if rows > 255 or cols > 255:
-        raise LevelFormatError(f"bad level header: a {rows}x{cols} level is larger than 255x255")
+    if rows > MAX_LEVEL_SIDE or cols > MAX_LEVEL_SIDE:
+        raise LevelFormatError(
+            f"bad level header: a {rows}x{cols} level is larger than {MAX_LEVEL_SIDE}x{MAX_LEVEL_SIDE}"
+        )
     cells = list(fields[len(header) :])
     if len(cells) != rows * cols:
         raise LevelFormatError(f"expected {rows * cols} cells for a {rows}x{cols} level, found {len(cells)}")

@@ -47,7 +47,16 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from sgps.domains.base import Board, Domain, check_codes, manhattan, one_hot, split_level, stack_grids
+from sgps.domains.base import (
+    Board,
+    Domain,
+    check_codes,
+    check_probability,
+    manhattan,
+    one_hot,
+    split_level,
+    stack_grids,
+)
 from sgps.domains.render import Sprite, draw_cells
 from sgps.errors import LevelFormatError
 
@@ -273,8 +282,7 @@ class BoulderDash(Domain[BoulderDashState]):
             raise ValueError("keys must be 1 (standard) or 2 (two consecutive locked doors)")
         if not 1 <= diamonds <= 20:
             raise ValueError("diamonds must be between 1 and 20")
-        if not 0.0 <= dirt <= 1.0:
-            raise ValueError("dirt is a probability between 0 and 1")
+        check_probability("dirt", dirt)
         return self.parse([SIZE, SIZE, diamonds, *_generate_cells(seed, keys, diamonds, decoy, dirt)])
 
 

@@ -29,7 +29,16 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from sgps.domains.base import Board, Domain, check_codes, count_exactly, one_hot, split_level, stack_grids
+from sgps.domains.base import (
+    Board,
+    Domain,
+    check_codes,
+    check_generator_size,
+    count_exactly,
+    one_hot,
+    split_level,
+    stack_grids,
+)
 from sgps.domains.render import Sprite, draw_cells
 from sgps.errors import LevelFormatError
 
@@ -238,6 +247,7 @@ class BoxWorld(Domain[BoxWorldState]):
         the official files contain; `fixed_chains=True` builds the intended chains
         (box k+1 holds d[k+1]).
         """
+        check_generator_size(size, 3)
         if goal_length < 2:
             raise ValueError("goal_length must be at least 2 (the loose key and the gem box)")
         if goal_length - 1 > NUM_COLOURS or distractor_length > NUM_COLOURS - (goal_length - 1):

@@ -26,7 +26,17 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from sgps.domains.base import MOVE_NAMES, Board, Domain, check_codes, count_exactly, one_hot, split_level, stack_grids
+from sgps.domains.base import (
+    MOVE_NAMES,
+    Board,
+    Domain,
+    check_codes,
+    check_generator_size,
+    count_exactly,
+    one_hot,
+    split_level,
+    stack_grids,
+)
 from sgps.domains.render import Sprite, draw_cells
 from sgps.errors import LevelFormatError
 
@@ -295,8 +305,9 @@ class CraftWorld(Domain[CraftWorldState]):
             probabilities = tuple(1.0 if name == goal else 0.0 for name in names)
         else:
             raise ValueError(f"goal must be 'mix' or one of {', '.join(names)}, not {goal!r}")
-        if size < 5 or grass < 0 or extra_primitives < 0:
-            raise ValueError("CraftWorld levels need size >= 5 and non-negative grass and extra_primitives")
+        check_generator_size(size, 5)
+        if grass < 0 or extra_primitives < 0:
+            raise ValueError("CraftWorld levels need non-negative grass and extra_primitives")
         rng = np.random.default_rng(seed)
         grid = np.full((size, size), EMPTY, dtype=np.intp)
         goal_code, materials = GENERATOR_GOALS[names[int(rng.choice(len(names), p=probabilities))]]

@@ -14,6 +14,10 @@ from typing import Any
 from sgps.domains.base import Domain
 from sgps.errors import ConfigError
 
+#: The most levels one generated set may hold: 100 times the paper's 10,000 training
+#: problems, and about a day of generation for the slowest generator.
+MAX_LEVELS = 1_000_000
+
 
 def generator_defaults(domain: Domain[Any]) -> dict[str, Any]:
     """The generator's keyword parameters and their defaults."""
@@ -65,8 +69,8 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
 
 def generate_levels(domain: Domain[Any], params: Mapping[str, Any], seed: int, count: int) -> list[Any]:
     """`count` levels; level k is generated from seed `seed + k`."""
-    if count < 0:
-        raise ConfigError("the level count must not be negative")
+    if not 0 <= count <= MAX_LEVELS:
+        raise ConfigError(f"the level count must be between 0 and {MAX_LEVELS:,}, not {count:,}")
     states = []
     for k in range(count):
         try:

@@ -36,6 +36,9 @@ BOXOBAN_SIZE = 10
 _HEADER_TOKEN = re.compile(r"(\w+)=(\S+)")
 _HEADER_LINE = re.compile(r";\s*sgps(\s|$)")
 _INTEGER = re.compile(r"-?[0-9]+")  # ASCII digits only: int() would also take '1_0' and other scripts' digits
+#: No level field (a size, a cell code, a count) needs more digits than a 64-bit integer
+#: holds; Python refuses to convert more than 4,300 digits at all.
+MAX_FIELD_DIGITS = 19
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,29 @@ class LevelSet:
     def states(self) -> list[Any]:
         """The initial states, in order."""
         return [level.state for level in self.levels]
+
+    def observation_shape(self, expected: tuple[int, int, int] | None = None) -> tuple[int, int, int]:
+        """The observation shape (C, H, W) that every level of the set shares: `expected` or the first level's.
+
+        A run's networks read every cell of one level size, so a set that mixes sizes
+        (or validation levels of another size than the training levels) is refused
+        here, naming the first level of another size, before anything is written.
+        """
+        shape = expected
+        for level in self.levels:
+            own = tuple(self.domain.observation_shape(level.state))
+            if shape is None:
+                shape = own
+            elif own != shape:
+                raise LevelFormatError(
+                    f"a level of size {own[1]}x{own[2]} among levels of size {shape[1]}x{shape[2]}: "
+                    "a run's networks read one level size; keep each size in its own file",
+                    level.path,
+                    level.line,
+                )
+        if shape is None:
+            raise LevelFormatError("the level set is empty")
+        return shape
 
 
 def format_level(domain: Domain[Any], state: Any) -> str:
@@ -219,6 +245,11 @@ def _parse_line(domain: Domain[Any], text: str, path: Path, line: int) -> Any:
             raise LevelFormatError(f"field {position} is empty (a stray or doubled '|'?)", path, line)
         if not _INTEGER.fullmatch(value):
             raise LevelFormatError(f"field {position} ({value[:20]!r}) is not an integer in ASCII digits", path, line)
+        if len(value.lstrip("-")) > MAX_FIELD_DIGITS:
+            digits = len(value.lstrip("-"))
+            raise LevelFormatError(
+                f"field {position} has {digits:,} digits; a level field has at most {MAX_FIELD_DIGITS}", path, line
+            )
         fields.append(int(value))
     try:
         state = domain.parse(fields)

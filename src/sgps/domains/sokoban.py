@@ -29,12 +29,29 @@ from typing import Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
 
-from sgps.domains.base import MOVE_DELTAS, Board, Domain, check_codes, count_exactly, split_level, stack_grids
+from sgps.domains.base import (
+    MOVE_DELTAS,
+    Board,
+    Domain,
+    check_codes,
+    check_generator_size,
+    check_probability,
+    count_exactly,
+    split_level,
+    stack_grids,
+)
 from sgps.domains.render import Sprite, draw_cells
 from sgps.errors import LevelFormatError
 
 AGENT, WALL, BOX, GOAL, FLOOR, AGENT_ON_GOAL, BOX_ON_GOAL = range(7)
 NUM_CODES = 7
+
+#: Generator bounds that keep one level's generation to seconds: a room walk longer than
+#: ten steps per cell has long since carved what it will, and the reverse search and the
+#: room retries are bounded so that a typo cannot run for hours or exhaust memory.
+WALK_STEPS_PER_CELL = 10
+MAX_REVERSE_STATES = 1_000_000
+MAX_TRIES = 1_000
 
 #: Boxoban ASCII characters and the codes they stand for.
 ASCII_CODES = {"@": AGENT, "#": WALL, "$": BOX, ".": GOAL, " ": FLOOR, "+": AGENT_ON_GOAL, "*": BOX_ON_GOAL}
@@ -218,8 +235,18 @@ class Sokoban(Domain[SokobanState]):
         carved, up to `tries` times. The box-change count is tracked per path
         (gym-sokoban miscounts it by passing the previous pull forward).
         """
-        if size < 4 or boxes < 1:
-            raise ValueError("a Sokoban level needs size >= 4 and at least one box")
+        check_generator_size(size, 4)
+        check_probability("turn_probability", turn_probability)
+        if boxes < 1:
+            raise ValueError("a Sokoban level needs at least one box")
+        if not 0 <= walk_steps <= WALK_STEPS_PER_CELL * size * size:
+            raise ValueError(
+                f"walk_steps must be between 0 and {WALK_STEPS_PER_CELL} x size x size "
+                f"({WALK_STEPS_PER_CELL * size * size}), not {walk_steps}"
+            )
+        for name, value, largest in (("max_states", max_states, MAX_REVERSE_STATES), ("tries", tries, MAX_TRIES)):
+            if not 1 <= value <= largest:
+                raise ValueError(f"{name} must be between 1 and {largest:,}, not {value}")
         rng = np.random.default_rng(seed)
         for _ in range(tries):
             floor = _carve_room(rng, size, walk_steps, turn_probability)

@@ -27,6 +27,7 @@ from sgps.domains.base import (
     Board,
     Domain,
     check_codes,
+    check_generator_size,
     count_exactly,
     one_hot,
     split_level,
@@ -190,8 +191,9 @@ class Tsp(Domain[TspState]):
         are drawn uniformly from the free cells, with `numpy.random.default_rng(seed)`
         making the same draws as the reference, so its sets are reproduced exactly.
         """
-        if size < 2 or cities < 1:
-            raise ValueError("a TSP level needs size >= 2 and at least one city")
+        check_generator_size(size, 2)
+        if cities < 1:
+            raise ValueError("a TSP level needs at least one city")
         rng = np.random.default_rng(seed)
         cells = [EMPTY] * (size * size)
         blocked: set[int] = set()

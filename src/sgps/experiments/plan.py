@@ -19,6 +19,7 @@ defaults filled in and file paths made absolute) is what ``DIR/compare.toml`` ho
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from typing import Any
 
 from sgps.domains import domain_names, get_domain, read_levels
 from sgps.domains.base import Domain
-from sgps.domains.generation import generate_levels, resolve_params
+from sgps.domains.generation import MAX_LEVELS, generate_levels, resolve_params
 from sgps.errors import ConfigError, SgpsError
 from sgps.training.config import PRESETS, SECTIONS, TrainConfig, read_toml, resolve_config
 from sgps.training.methods.hips import run as hips
@@ -338,7 +339,7 @@ def _source(table: _Table, base: Path, domain: Domain[Any], check_files: bool) -
         except ConfigError as error:
             raise table.error("params", str(error)) from None
         source = ProblemSource(variant=variant, seed=table.integer("seed", 0), params=params,
-                               count=table.integer("count", _REQUIRED, 1))  # fmt: skip
+                               count=table.integer("count", _REQUIRED, 1, MAX_LEVELS))  # fmt: skip
     table.finish()
     return source
 
@@ -418,21 +419,30 @@ class _Table:
     def string(self, key: str, default: Any = _REQUIRED) -> Any:
         return self.typed(key, str) if key in self.values else self._get(key, default)
 
-    def integer(self, key: str, default: Any = _REQUIRED, minimum: int = 0) -> Any:
+    def integer(self, key: str, default: Any = _REQUIRED, minimum: int = 0, maximum: int | None = None) -> Any:
         if key not in self.values:
             return self._get(key, default)
         value = self.typed(key, int)
         if value < minimum:
             raise self.error(key, f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise self.error(key, f"must be at most {maximum:,}, got {value:,}")
         return value
 
     def number(self, key: str, default: Any = _REQUIRED) -> Any:
-        return self.typed(key, float) if key in self.values else self._get(key, default)
+        """A finite number >= 0 (the paper's counts, means and distances)."""
+        if key not in self.values:
+            return self._get(key, default)
+        value = self.typed(key, float)
+        if not _is_measure(value):
+            raise self.error(key, f"must be a finite number >= 0, got {value!r}")
+        return value
 
     def numbers(self, key: str, default: Any = _REQUIRED) -> Any:
+        """A list of finite numbers >= 0."""
         value = self._get(key, default)
-        if not isinstance(value, list | tuple) or not all(_is_number(item) for item in value):
-            raise self.error(key, f"must be a list of numbers, got {value!r}")
+        if not isinstance(value, list | tuple) or not all(_is_measure(item) for item in value):
+            raise self.error(key, f"must be a list of finite numbers >= 0, got {value!r}")
         return [float(item) for item in value]
 
     def integers(self, key: str, default: Any = _REQUIRED) -> list[int]:
@@ -462,5 +472,6 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _is_measure(value: Any) -> bool:
+    """A number that a table can print: finite and not negative (NaN is neither)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0

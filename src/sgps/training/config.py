@@ -24,7 +24,7 @@ from sgps.errors import ConfigError
 from sgps.training.bootstrap import BootstrapConfig
 from sgps.training.methods.flat.learner import LearnerConfig
 from sgps.training.methods.subgoal.learner import SubgoalSettings
-from sgps.training.schema import InvalidSettingError, validate_section
+from sgps.training.schema import InvalidSettingError, check_value, validate_section
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,10 @@ def resolve_config(
             for key, value in entries.items():
                 if key not in keys:
                     raise ConfigError(f"{origin}: unknown key {section}.{key} (keys: {', '.join(keys)})")
-                values[section][key] = value
+                try:  # each layer's value checked as it enters: a flag must not hide a bad value in the file
+                    values[section][key] = check_value(section, key, value)
+                except InvalidSettingError as error:
+                    raise ConfigError(f"{origin}: {error}") from None
                 origins[f"{section}.{key}"] = origin
     sections = {}
     for name, cls in SECTIONS.items():

@@ -100,9 +100,12 @@ def train(
     torch.set_num_threads(threads)
     run_settings = dataclasses.replace(config.run, domain=levels.domain.name, workers=workers)
     config = dataclasses.replace(config, run=run_settings)
+    shape = levels.observation_shape()
     states = levels.states()
     if validation is not None:
-        train_levels, validation_levels = states, read_levels(validation, levels.domain.name).states()
+        validation_set = read_levels(validation, levels.domain.name)
+        validation_set.observation_shape(shape)
+        train_levels, validation_levels = states, validation_set.states()
     else:
         train_levels, validation_levels = split_problems(states, config.run.validation_fraction, config.bootstrap.seed)
     if not train_levels:
@@ -259,6 +262,7 @@ def test(
         return hips.test(run, problems, budget=budget, rounds=rounds, checkpoint=checkpoint_path(run, checkpoint))
     config = load_run_config(run / "config.toml")
     levels = read_levels(problems, config.run.domain)
+    levels.observation_shape()
     states = levels.states()
     method = build_method(levels.domain, states[0], config)
     method.load_model(checkpoint_path(run, checkpoint))

@@ -103,6 +103,8 @@ WIDTH = _integer(1, MAX_WIDTH)
 BLOCKS = _integer(0, MAX_BLOCKS)
 COUNT = _integer(1)
 FRACTION = _number(0.0, 1.0)
+#: Adam's step size: a rate above 1 is a typo, and 1e308 overflows inside the optimiser.
+LEARNING_RATE = _number(0.0, 1.0, open_low=True)
 
 RULES: dict[str, dict[str, Any]] = {
     "run": {
@@ -116,8 +118,8 @@ RULES: dict[str, dict[str, Any]] = {
     "network": {"channels": WIDTH, "blocks": BLOCKS, "batch_norm": FLAG},
     "search": {"levin_plus_one": FLAG, "duplicates": _choice(DUPLICATE_RULES)},
     "learner": {
-        "learning_rate": _number(0.0, open_low=True),
-        "weight_decay": _number(0.0),
+        "learning_rate": LEARNING_RATE,
+        "weight_decay": FRACTION,
         "epochs": COUNT,
         "minibatch": COUNT,
         "loss": _choice(LOSSES),
@@ -144,7 +146,7 @@ RULES: dict[str, dict[str, Any]] = {
         "codebook_size": _integer(1, 1024),
         "codebook": _choice(CODEBOOKS),
         "code_dim": WIDTH,
-        "commitment": _number(0.0),
+        "commitment": _number(0.0, 1e6),
         "vq_channels": WIDTH,
         "vq_blocks": BLOCKS,
         "channels": WIDTH,
@@ -167,6 +169,24 @@ RULES: dict[str, dict[str, Any]] = {
         "high_epochs": COUNT,
         "max_minibatches": COUNT,
         "probe_pairs": _integer(0, 4096, " (0: no probe)"),
+    },
+    "hips": {
+        "channels": WIDTH,
+        "blocks": BLOCKS,
+        "codebook_size": _integer(1, 1024),
+        "code_dim": WIDTH,
+        "vq_channels": WIDTH,
+        "vq_blocks": BLOCKS,
+        "horizon": _integer(1, 1024),
+        "segment_penalty": _number(0.0, 1e6),
+        "discount": FRACTION,
+        "learning_rate": LEARNING_RATE,
+        "minibatch": COUNT,
+        "warm_start_epochs": _integer(0),
+        "segmentation_rounds": _integer(0),
+        "epochs": _integer(0),
+        "epsilon": _number(0.0, 1.0, open_low=True, open_high=True),
+        "rollout_steps": _integer(0, note=" (0: 40, or 50 in TSP)"),
     },
 }
 

@@ -30,6 +30,7 @@ from sgps.training.methods.hips.dataset import build_dataset, read_dataset, writ
 from sgps.training.methods.hips.learner import HipsLearner, HipsSettings
 from sgps.training.methods.hips.search import HipsHeuristic, HybridChildren
 from sgps.training.rundir import RunDirectory
+from sgps.training.schema import check_value, validate_section
 from sgps.training.setup import pick_device
 from sgps.training.testing import TestSummary, run_test
 from sgps.version import sgps_version
@@ -61,35 +62,15 @@ def resolve_settings(
         layers.append((str(file), document.get("hips", {})))
     layers.append((origin, overrides or {}))
     fields = [field.name for field in dataclasses.fields(HipsSettings)]
-    defaults = HipsSettings()
     for source, layer in layers:
         for key, value in layer.items():
             if key not in fields:
                 raise ConfigError(f"{source}: unknown key hips.{key} (keys: {', '.join(fields)})")
-            expected = type(getattr(defaults, key))
-            if isinstance(value, bool) or not isinstance(value, (int, float) if expected is float else expected):
-                raise ConfigError(f"{source}: hips.{key} must be a {expected.__name__}, not {value!r}")
-            values[key] = value
-    settings = HipsSettings(**values)
-    try:
-        _check(settings)
-    except ConfigError as error:
-        source = origin if overrides else str(file) if file is not None else f"preset {preset}"
-        raise ConfigError(f"{source}: {error}") from None
-    return settings
-
-
-def _check(settings: HipsSettings) -> None:
-    for name in ("channels", "codebook_size", "code_dim", "vq_channels", "horizon", "minibatch"):
-        if getattr(settings, name) < 1:
-            raise ConfigError(f"hips.{name} must be at least 1, got {getattr(settings, name)}")
-    for name in ("blocks", "vq_blocks", "warm_start_epochs", "segmentation_rounds", "epochs", "rollout_steps"):
-        if getattr(settings, name) < 0:
-            raise ConfigError(f"hips.{name} must be at least 0, got {getattr(settings, name)}")
-    if not 0.0 < settings.epsilon < 1.0:
-        raise ConfigError(f"hips.epsilon must be strictly between 0 and 1, got {settings.epsilon}")
-    if not 0.0 <= settings.discount <= 1.0 or settings.learning_rate <= 0 or settings.segment_penalty < 0:
-        raise ConfigError("hips.discount must be in [0, 1], hips.learning_rate > 0 and hips.segment_penalty >= 0")
+            try:
+                values[key] = check_value("hips", key, value)
+            except ConfigError as error:
+                raise ConfigError(f"{source}: {error}") from None
+    return HipsSettings(**validate_section("hips", dataclasses.asdict(HipsSettings(**values))))
 
 
 def model_config(settings: HipsSettings, observation_shape: tuple[int, int, int], num_actions: int) -> HipsConfig:
@@ -127,6 +108,7 @@ def train(
         raise ConfigError(f"{out} already holds a run; pass --overwrite to replace it, or choose another --out")
     if problems is not None:
         levels = read_levels(problems, domain)
+        levels.observation_shape()
         built = build_dataset(levels.domain, levels.levels)
         if not built.dataset.trajectories:
             raise ConfigError(f"{problems}: the exact solver finished none of the {len(levels)} levels")
@@ -191,6 +173,7 @@ def load_run(run: Path, checkpoint: Path, example: Any) -> tuple[Any, HipsModel,
 def test(run: Path, problems: Path, *, budget: int, rounds: int, checkpoint: Path) -> TestSummary:
     """The test procedure (budget doubling over rounds) with HIPS-ε's hybrid search."""
     levels = read_levels(problems, str(read_toml(run / "config.toml")["run"].get("domain")))
+    levels.observation_shape()
     states = levels.states()
     domain, model, settings, device = load_run(run, checkpoint, states[0])
     children = HybridChildren(domain, model, epsilon=settings.epsilon,
