@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import io
 import re
 import shlex
@@ -158,3 +159,24 @@ def test_sgps_test_gif_animates_solved_problems(readme_run, tmp_path, capsys):
 def test_importing_the_domains_or_the_environments_does_not_import_torch():
     code = "import sys, sgps.domains, sgps.gym; assert 'torch' not in sys.modules, 'torch was imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(REPO))
+
+
+def test_the_api_and_the_command_take_the_same_training_options():
+    """`sgps.train` and `sgps train` share one mapping of options to settings (TRAIN_OPTIONS)."""
+    from sgps.cli import build_parser
+    from sgps.training.config import TRAIN_OPTIONS, option_overrides
+
+    assert set(TRAIN_OPTIONS) <= set(inspect.signature(sgps.train).parameters)
+    args = build_parser().parse_args(["train", "--problems", "levels.txt", "--out", "run"])
+    assert set(TRAIN_OPTIONS) <= set(vars(args))
+    assert option_overrides({"time_limit": 5.0, "seed": None, "failed_trees": False}) == {
+        "bootstrap": {"time_limit_minutes": 5.0}, "subgoal": {"failed_trees": False},
+    }  # fmt: skip
+
+
+def test_the_api_refuses_a_bad_training_option_before_anything_is_written(tmp_path):
+    problems = tmp_path / "levels.txt"
+    assert main(["generate", "tsp", "--count", "4", "--out", str(problems)]) == 0
+    with pytest.raises(ConfigError, match=r"run.workers must be an integer from 0 to 1,024 .*got '3'"):
+        sgps.train(problems, tmp_path / "run", workers="3", preset="tiny")
+    assert not (tmp_path / "run").exists()

@@ -119,6 +119,38 @@ def test_a_damaged_compare_toml_is_one_error_line_naming_it(smoke, tmp_path, cap
     assert {path: path.read_bytes() for path in runs} == runs
 
 
+def test_a_problem_file_edited_after_the_runs_is_named_by_compare_and_report(smoke, tmp_path, capsys):
+    out = tmp_path / "edited"
+    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock"))
+    digests = (out / "problems" / "digests.json").read_text()
+    (out / "problems" / "digests.json").unlink()  # a comparison started before digests were kept
+    assert main(["compare", str(SMOKE_CONFIG), "--out", str(out), *SMOKE_OPTIONS]) == 0
+    assert (out / "problems" / "digests.json").read_text() == digests  # recorded on the next start
+    test_file = out / "problems" / "tests" / "test.txt"
+    lines = test_file.read_text().splitlines(keepends=True)
+    test_file.write_text("".join([lines[0], lines[2], lines[1], *lines[3:]]))  # two levels swapped
+    runs = {path: path.read_bytes() for path in (out / "runs").rglob("*") if path.is_file()}
+    capsys.readouterr()
+    assert main(["compare", str(SMOKE_CONFIG), "--out", str(out), *SMOKE_OPTIONS]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"sgps: error: {test_file}: its levels differ from those this comparison wrote")
+    assert {path: path.read_bytes() for path in runs} == runs
+    assert main(["report", str(out)]) == 0
+    assert f"sgps: warning: {test_file}: the levels differ from those the runs searched" in capsys.readouterr().err
+    assert "**Problem files changed** since the runs searched them: `problems/tests/test.txt`" in (
+        (out / "report.md").read_text()
+    )
+
+
+def test_a_comparison_is_never_written_into_a_run_directory(smoke, tmp_path, capsys):
+    run = smoke / "runs" / "phs-s0"
+    for out in (run, run / "metrics" / "comparison"):
+        before = sorted(path for path in run.rglob("*"))
+        assert main(["compare", str(SMOKE_CONFIG), "--out", str(out), *SMOKE_OPTIONS]) == 2
+        assert f"is inside the run directory {run}; a comparison needs a folder of its own" in capsys.readouterr().err
+        assert sorted(path for path in run.rglob("*")) == before
+
+
 def test_partial_training_resumes_to_the_rows_of_an_uninterrupted_run(smoke, tmp_path, capsys):
     config, out = one_run_config(tmp_path, "phs-sg"), tmp_path / "comparison"
     run = out / "runs" / "phs-sg-s0"

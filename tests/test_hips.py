@@ -21,6 +21,7 @@ from sgps.models.hips import HipsConfig, HipsModel, discretise, with_empty_chann
 from sgps.search import Edge, hips_cost, make_algorithm, search_lockstep
 from sgps.search.engine import BestFirstSearch
 from sgps.search.evaluators import DomainHeuristic
+from sgps.training import runner
 from sgps.training.methods.hips.dataset import Dataset, Trajectory, build_dataset, read_dataset, write_dataset
 from sgps.training.methods.hips.run import resolve_settings
 from sgps.training.methods.hips.search import HybridChildren
@@ -253,6 +254,11 @@ def test_a_tiny_seeded_run_trains_every_component_and_solves_small_levels(tmp_pa
     with open(runs[0] / "metrics" / "test-test.csv", newline="") as handle:
         attempts = list(csv.DictReader(handle))
     assert all(int(row["steps"]) >= int(row["expanded"]) for row in attempts)
+    told: list[tuple[int, int, int, int]] = []
+    runner.test(runs[0], test, budget=300, rounds=2,
+                progress=lambda round_number, budget, finished, *, total: told.append(
+                    (round_number, budget, finished, total)))  # fmt: skip
+    assert told[0] == (1, 300, 0, 4) and told[-1][2] == told[-1][3]  # HIPS-ε's test shows its progress
 
 
 def test_cli_errors_name_the_problem(tmp_path, tsp, capsys):
@@ -267,7 +273,7 @@ def test_cli_errors_name_the_problem(tmp_path, tsp, capsys):
     assert not (tmp_path / "r").exists()
     with pytest.raises(ConfigError, match=r"unknown key hips\.codebook"):
         resolve_settings("tiny", None, {"codebook": 3})
-    with pytest.raises(ConfigError, match=r"hips\.epsilon must be strictly between 0 and 1"):
+    with pytest.raises(ConfigError, match=r"command line: hips\.epsilon must be in \(0, 1\), got 0\.0"):
         resolve_settings("tiny", None, {"epsilon": 0.0})
 
 

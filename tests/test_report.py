@@ -250,3 +250,66 @@ def test_a_comparison_still_training_gets_a_clean_report_with_its_runs_marked(tm
     drawn = [row for row in curves if row["axis"] == "expansions"]
     assert {row["algorithm"] for row in drawn} == {"phs-sg (in progress)"}
     assert [int(row["x"]) for row in drawn] == [0] + [int(row["cumulative_expansions"]) for row in complete[1:]]
+
+
+def _cut(text: bytes) -> bytes:
+    return b"".join(text.splitlines(keepends=True)[:3])
+
+
+def _duplicated(text: bytes) -> bytes:
+    return text + b"".join(text.splitlines(keepends=True)[-2:])
+
+
+def _other_problem(text: bytes) -> bytes:
+    lines = text.splitlines(keepends=True)
+    return b"".join([lines[0], lines[1].replace(b"1,0,", b"1,7,", 1), *lines[2:]])
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda text: text + b"\xff\xfe", "not UTF-8 text"),
+        (_cut, "it ends in round 1 after 2 of its 8 attempts"),
+        (_duplicated, "it holds 2 rows after the last round's attempts"),
+        (_other_problem, "round 1 does not try the unsolved problems in order with budget 500"),
+        (lambda text: text.replace(b"1,1,1,", b"1,1,1,x", 1), "a row is not an attempt"),
+    ],
+)
+def test_a_damaged_test_record_is_named_and_not_counted(smoke, tmp_path, capsys, damage, reason):
+    out = tmp_path / "damaged"
+    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock"))
+    record = out / "runs" / "phs-s0" / "metrics" / "test-test.csv"
+    record.write_bytes(damage(record.read_bytes()))
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    warning = capsys.readouterr().err
+    assert warning.startswith("sgps: warning: test records not counted")
+    assert f"phs-s0, test set test: {record}" in warning and reason in warning
+    report = (out / "report.md").read_text()
+    assert f"- phs-s0, test set test: {record}" in report and reason in report
+    assert table(report, "## Test set `test`")[LABELS["phs"]][0] == "1"  # one seed counted, not two
+    assert numbers(table(report, "## Test set `test`")[LABELS["phs"]][1])[0] == recomputed_test(
+        out / "runs" / "phs-s1"
+    )["solved"]
+
+
+def test_a_deleted_test_record_is_reported_as_not_tested_yet(smoke, tmp_path):
+    out = tmp_path / "deleted"
+    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock"))
+    (out / "runs" / "phs-s0" / "metrics" / "test-test.csv").unlink()
+    assert main(["report", str(out)]) == 0
+    report = (out / "report.md").read_text()
+    assert "Not tested yet (`sgps compare` again tests them): phs-s0 on `test`." in report
+    assert table(report, "## Test set `test`")[LABELS["phs"]][0] == "1"
+
+
+def test_a_training_csv_that_is_not_text_is_one_error_line_naming_it(smoke, tmp_path, capsys):
+    out = tmp_path / "binary"
+    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock"))
+    outstanding = out / "runs" / "phs-sg-s1" / "metrics" / "outstanding.csv"
+    outstanding.write_bytes(outstanding.read_bytes() + b"\x80\x81\n")
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error == f"sgps: error: {outstanding}: not UTF-8 text (byte {outstanding.stat().st_size - 3}); " \
+                    "the metrics were damaged\n"

@@ -282,3 +282,15 @@ def test_lockstep_of_searches_with_different_settings_equals_each_alone():
         assert (joint.status, joint.expanded, joint.generated, joint.actions) == (
             alone.status, alone.expanded, alone.generated, alone.actions,
         )  # fmt: skip
+
+
+def test_lockstep_tells_each_finish_and_searches_as_without_being_watched():
+    domain = get_domain("tsp")
+    levels = [domain.generate(seed, cities=3) for seed in range(5)]
+    evaluator = SkewedPolicy(domain)
+    finished: list[int] = []
+    watched = search_lockstep(domain, levels, make_algorithm("phs"), evaluator, budget=150,
+                              on_finished=finished.append)  # fmt: skip
+    alone = search_lockstep(domain, levels, make_algorithm("phs"), evaluator, budget=150)
+    assert [(r.status, r.expanded, r.actions) for r in watched] == [(r.status, r.expanded, r.actions) for r in alone]
+    assert finished == sorted(set(finished)) and finished[-1] == len(levels)  # growing counts, ending at all

@@ -29,7 +29,7 @@ from sgps.errors import CheckpointError, ConfigError, check_whole_number
 from sgps.search import SearchResult, search, search_lockstep
 from sgps.search.costs import Algorithm
 from sgps.training import Method, RunDirectory, runner
-from sgps.training.config import TrainConfig, load_run_config
+from sgps.training.config import TrainConfig, load_run_config, option_overrides
 from sgps.training.methods.hips import run as hips
 from sgps.training.runner import checkpoint_path
 from sgps.training.setup import FLAT_HEADS, build_method, search_algorithm
@@ -259,6 +259,7 @@ def train(
     levin_plus_one: bool | None = None,
     duplicates: str | None = None,
     loss: str | None = None,
+    tensorboard: str | Path | None = None,
     resume: bool = False,
     overwrite: bool = False,
     quiet: bool = False,
@@ -270,27 +271,14 @@ def train(
     Every option is the command's flag of the same name (``time_limit`` in minutes);
     None keeps the value of the preset or the `config` TOML file.
     """
-    settings: dict[tuple[str, str], object] = {
-        ("run", "algorithm"): algorithm,
-        ("run", "device"): device,
-        ("run", "workers"): workers,
-        ("bootstrap", "seed"): seed,
-        ("bootstrap", "max_iterations"): max_iterations,
-        ("bootstrap", "time_limit_minutes"): time_limit,
-        ("subgoal", "failed_trees"): failed_trees,
-        ("subgoal", "codebook_size"): codebook_size,
-        ("subgoal", "cluster_level"): cluster_level,
-        ("subgoal", "conditioning"): conditioning,
-        ("subgoal", "codebook"): codebook,
-        ("subgoal", "mixture"): mixture,
-        ("search", "levin_plus_one"): levin_plus_one,
-        ("search", "duplicates"): duplicates,
-        ("learner", "loss"): loss,
-    }
-    overrides: dict[str, dict[str, object]] = {}
-    for (section, key), value in settings.items():
-        if value is not None:
-            overrides.setdefault(section, {})[key] = value
+    overrides = option_overrides({
+        "algorithm": algorithm, "device": device, "workers": workers, "seed": seed,
+        "tensorboard": None if tensorboard is None else str(tensorboard),
+        "max_iterations": max_iterations, "time_limit": time_limit, "failed_trees": failed_trees,
+        "codebook_size": codebook_size, "cluster_level": cluster_level, "conditioning": conditioning,
+        "codebook": codebook, "mixture": mixture, "levin_plus_one": levin_plus_one, "duplicates": duplicates,
+        "loss": loss,
+    })  # fmt: skip
     resolved, state = runner.train(
         Path(problems),
         Path(out),

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from sgps import __version__
 from sgps.api import animate_test_solutions
@@ -32,6 +33,7 @@ from sgps.experiments import CompareOutcome, compare, write_report
 from sgps.experiments.summary import terminal_summary
 from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
 from sgps.training import runner
+from sgps.training.config import TRAIN_OPTIONS, option_overrides
 from sgps.training.methods.hips import run as hips
 from sgps.training.methods.hips.dataset import build_dataset, write_dataset
 from sgps.training.schema import ALGORITHMS
@@ -60,7 +62,7 @@ def _float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every subcommand."""
+    """The argument parser of every subcommand (each added by its own `_add_*_command`)."""
     parser = argparse.ArgumentParser(
         prog="sgps",
         description="Policy tree search guided by learned subgoals: domains, levels, solvers.",
@@ -74,7 +76,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="import MODULE first (a module that registers your own domains); repeatable",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add_command in (
+        _add_generate_command,
+        _add_show_command,
+        _add_solve_command,
+        _add_dataset_command,
+        _add_train_command,
+        _add_test_command,
+        _add_subgoals_command,
+        _add_compare_command,
+        _add_report_command,
+        _add_demo_command,
+    ):
+        add_command(commands)
+    return parser
 
+
+def _add_generate_command(commands: Any) -> None:
+    """`sgps generate`: a level set from a domain's generator."""
     generate = commands.add_parser("generate", help="generate a level set")
     generate.add_argument("domain", help="domain name")
     generate.add_argument("--variant", default="standard", help="generator variant (default: standard)")
@@ -92,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="fix the goal item (CraftWorld: bronze_pick, iron_pick, gem_ring; same as --param goal=ITEM)",
     )
 
+
+def _add_show_command(commands: Any) -> None:
+    """`sgps show`: print a level, or draw it."""
     show = commands.add_parser("show", help="print a level (and optionally draw it to PNG)")
     _add_level_arguments(show)
     show.add_argument("--png", type=Path, help="write a picture of the level to this PNG file")
@@ -99,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--cell", type=_int, default=16, help=f"pixels per cell in the PNG, at most {MAX_CELL} (default: 16)"
     )
 
+
+def _add_solve_command(commands: Any) -> None:
+    """`sgps solve`: the exact solver, or one best-first search."""
     solve_cmd = commands.add_parser(
         "solve", help="solve a level: the exact solver, or a best-first search with --algorithm"
     )
@@ -117,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     solve_cmd.add_argument("--weight", type=_float, help="WA* weight (default: 1.5)")
     solve_cmd.add_argument("--gif", type=Path, metavar="OUT.gif", help="animate the solution found to this GIF file")
 
+
+def _add_dataset_command(commands: Any) -> None:
+    """`sgps dataset`: HIPS-ε's offline trajectories."""
     dataset = commands.add_parser(
         "dataset", help="solve training levels exactly and write their trajectories (HIPS-ε's offline data)"
     )
@@ -127,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-states", type=_int, help="exact solver state cap per level (default: 2M, fewer on large levels)"
     )
 
+
+def _add_train_command(commands: Any) -> None:
+    """`sgps train`: the Bootstrap loop (or HIPS-ε's offline training); the settings flags are `TRAIN_OPTIONS`."""
     train_cmd = commands.add_parser("train", help="train a policy / heuristic with the Bootstrap process")
     train_cmd.add_argument("--problems", type=Path, help="training level file or folder")
     train_cmd.add_argument("--dataset", type=Path, help="hips-eps: the trajectories `sgps dataset` wrote")
@@ -185,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_executor_options(train_cmd, "where the searches run: local processes (default) or Ray actors")
 
+
+def _add_test_command(commands: Any) -> None:
+    """`sgps test`: the test procedure on a trained run."""
     test_cmd = commands.add_parser("test", help="test a trained run: budget doubling over rounds")
     test_cmd.add_argument("run", type=Path, help="run directory")
     test_cmd.add_argument("--problems", required=True, type=Path, help="test level file or folder")
@@ -195,6 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
     test_cmd.add_argument("--gif-limit", type=_int, metavar="N", help="with --gif: at most N GIFs (default: 20)")
     _add_executor_options(test_cmd, "where the searches run: this process (default) or one Ray actor per CPU")
 
+
+def _add_subgoals_command(commands: Any) -> None:
+    """`sgps subgoals`: the K subgoals a trained π^SG proposes."""
     subgoals = commands.add_parser("subgoals", help="draw a state beside the K subgoals a trained π^SG proposes")
     subgoals.add_argument("run", type=Path, help="run directory of a phs-sg or levin-sg run")
     subgoals.add_argument("--problems", required=True, type=Path, help="level file or folder")
@@ -202,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     subgoals.add_argument("--png", required=True, type=Path, help="picture to write")
     subgoals.add_argument("--checkpoint", default="best", help="best, last, or a checkpoint path (default: best)")
 
+
+def _add_compare_command(commands: Any) -> None:
+    """`sgps compare`: a comparison config, resumably."""
     compare_cmd = commands.add_parser(
         "compare", help="train and test every (algorithm, seed) of a comparison config, resumably"
     )
@@ -219,9 +259,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_executor_options(compare_cmd, "where the runs go: processes here (default) or Ray tasks on a cluster")
 
+
+def _add_report_command(commands: Any) -> None:
+    """`sgps report`: tables and curves of a comparison folder."""
     report_cmd = commands.add_parser("report", help="tables and learning curves of a comparison folder")
     report_cmd.add_argument("dir", type=Path, metavar="DIR", help="the folder `sgps compare` wrote")
 
+
+def _add_demo_command(commands: Any) -> None:
+    """`sgps demo`: solved levels of each domain, then a small comparison."""
     demo = commands.add_parser(
         "demo", help="draw solved levels of each domain, then compare PHS*(pi^SG) with PHS*(pi) on hard TSP"
     )
@@ -235,7 +281,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="the comparison to run (default: PHS*(pi^SG) against PHS*(pi) on hard TSP, about 5 min)",
     )
     demo.add_argument("--no-train", dest="train", action="store_false", help="skip the comparison")
-    return parser
 
 
 def _add_level_arguments(parser: argparse.ArgumentParser) -> None:
@@ -464,27 +509,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ConfigError(f"--dataset is for --algorithm {hips.ALGORITHM}; {algorithm} learns from --problems")
     if args.problems is None:
         raise ConfigError("--problems is required: the training levels")
-    overrides: dict[str, dict[str, object]] = {"run": {}, "bootstrap": {}, "subgoal": {}, "search": {}, "learner": {}}
-    for section, key, value in (
-        ("search", "levin_plus_one", args.levin_plus_one),
-        ("search", "duplicates", args.duplicates),
-        ("learner", "loss", args.loss),
-        ("subgoal", "codebook", args.codebook),
-        ("subgoal", "failed_trees", args.failed_trees),
-        ("subgoal", "codebook_size", args.codebook_size),
-        ("subgoal", "cluster_level", args.cluster_level),
-        ("subgoal", "conditioning", args.conditioning),
-        ("subgoal", "mixture", args.mixture),
-        ("run", "algorithm", args.algorithm),
-        ("run", "device", args.device),
-        ("run", "workers", args.workers),
-        ("run", "tensorboard", args.tensorboard),
-        ("bootstrap", "seed", args.seed),
-        ("bootstrap", "max_iterations", args.max_iterations),
-        ("bootstrap", "time_limit_minutes", args.time_limit),
-    ):
-        if value is not None:
-            overrides[section][key] = value
+    overrides = option_overrides({name: getattr(args, name) for name in TRAIN_OPTIONS})
     config, state = runner.train(
         args.problems,
         args.out,
@@ -532,8 +557,18 @@ def _train_hips(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    summary = runner.test(args.run, args.problems, budget=args.budget, rounds=args.rounds, checkpoint=args.checkpoint,
-                          executor=args.executor, ray_address=args.ray_address)  # fmt: skip
+    with tqdm(unit="search", leave=False, disable=None, delay=1.0) as bar:  # on a terminal, after a second
+
+        def progress(round_number: int, budget: int, finished: int, *, total: int) -> None:
+            if bar.total != total or finished == 0:
+                bar.reset(total=total)
+                bar.set_description(f"test round {round_number} (budget {budget:,})")
+            bar.n = finished
+            bar.refresh()
+
+        summary = runner.test(args.run, args.problems, budget=args.budget, rounds=args.rounds,
+                              checkpoint=args.checkpoint, executor=args.executor, ray_address=args.ray_address,
+                              progress=progress)  # fmt: skip
     print(summary.table_row())
     if args.gif is not None:
         limit = GIF_LIMIT if args.gif_limit is None else args.gif_limit
@@ -557,7 +592,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                       plugins=args.plugin, executor=args.executor, ray_address=args.ray_address,
                       tensorboard=args.tensorboard)  # fmt: skip
     print(outcome.summary())
-    _warn_of_guards(outcome)
+    _print_warnings(outcome)
     failure = outcome.failure()
     if failure is not None:
         print(f"sgps: error: {failure}", file=sys.stderr)
@@ -565,16 +600,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _warn_of_guards(outcome: CompareOutcome) -> None:
-    """Name the runs a guard cut (their comparison is not decided), on standard error."""
-    warning = outcome.guard_warning()
-    if warning is not None:
+def _print_warnings(outcome: CompareOutcome) -> None:
+    """Name the runs a guard cut (their comparison is not decided) and the test records not counted, on stderr."""
+    for warning in outcome.warnings():
         print(f"sgps: warning: {warning}", file=sys.stderr)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    path = write_report(args.dir)
-    print(f"wrote {path}, {args.dir / 'curves.png'} and {args.dir / 'curves.csv'}")
+    written = write_report(args.dir)
+    for warning in written.warnings:
+        print(f"sgps: warning: {warning}", file=sys.stderr)
+    print(f"wrote {written.path}, {args.dir / 'curves.png'} and {args.dir / 'curves.csv'}")
     return 0
 
 
@@ -615,8 +651,8 @@ def _demo_comparison(out: Path, config: Path) -> None:
     failure = outcome.failure()
     if failure is not None:
         raise SgpsError(failure)
-    _warn_of_guards(outcome)
-    report = write_report(folder)
+    _print_warnings(outcome)
+    report = write_report(folder).path  # its warnings: those of the comparison, printed above
     print()
     print(terminal_summary(folder))
     print(f"\nreport: {report}; learning curves: {folder / 'curves.png'}")

@@ -28,15 +28,22 @@ from sgps.errors import ConfigError
 from sgps.experiments.concurrency import Concurrency, plan_concurrency
 from sgps.experiments.launchers import Launcher, LocalLauncher, RayLauncher, largest_node_cpus
 from sgps.experiments.plan import ComparePlan, changed_keys, read_plan
-from sgps.experiments.problems import count_levels, pending_problems, problem_files, write_problems
+from sgps.experiments.problems import (
+    changed_problem_files,
+    count_levels,
+    pending_problems,
+    problem_files,
+    record_problem_digests,
+    write_problems,
+)
 from sgps.experiments.progress import ProgressDisplay
-from sgps.experiments.results import guard_cut_runs, guard_warning, load_results
+from sgps.experiments.results import damaged_records, guard_cut_runs, guard_warning, load_results
 from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
 from sgps.experiments.tomlfile import dumps
 from sgps.fileio import atomic_write_text
 from sgps.training.methods.hips import run as hips
 from sgps.training.ray_pool import check_executor, cluster_cpus, connect
-from sgps.training.rundir import to_toml
+from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.runner import usable_cores
 from sgps.training.tensorboard import require_tensorboard
 
@@ -69,9 +76,17 @@ class CompareOutcome:
         named = "; ".join(f"{job.run.name}: {job.error}" for job in failed)
         return f"{len(failed)} of {len(self.jobs)} runs failed ({named}); their output is in {self.out / 'logs'}"
 
-    def guard_warning(self) -> str | None:
-        """One line naming the finished runs whose training a guard (wall clock, iterations) cut, or None."""
-        return guard_warning(guard_cut_runs(load_results(self.plan, self.out, self.train_total)))
+    def warnings(self) -> list[str]:
+        """Lines naming the finished runs whose training a guard (wall clock, iterations) cut, and the
+        test records that are not counted (cut, duplicated, edited or unreadable)."""
+        results = load_results(self.plan, self.out, self.train_total)
+        guard = guard_warning(guard_cut_runs(results))
+        lines = [] if guard is None else [guard]
+        damaged = damaged_records(results)
+        if damaged:
+            lines.append(f"test records not counted: {'; '.join(damaged)}; delete one and run sgps compare again "
+                         "to test anew")  # fmt: skip
+        return lines
 
 
 def compare(
@@ -101,6 +116,9 @@ def compare(
     if max_batches is not None and max_batches < 1:
         raise ConfigError("--max-batches must be at least 1")
     out = out.resolve()  # the commands may run elsewhere (Ray tasks on other nodes, other working folders)
+    run = next((folder for folder in (out, *out.parents) if RunDirectory(folder).is_run_directory()), None)
+    if run is not None:
+        raise ConfigError(f"--out {out} is inside the run directory {run}; a comparison needs a folder of its own")
     check_executor(executor)
     if tensorboard:
         require_tensorboard()
@@ -118,8 +136,14 @@ def compare(
     pending = pending_problems(plan, files, str(config))
     with _locked(out):
         _refuse_changes(config, out, plan)
+        changed = changed_problem_files(files)
+        if changed:
+            raise ConfigError(f"{changed[0]}: its levels differ from those this comparison wrote (digest in "
+                              f"{files.digests}), which its runs searched; restore the file, or choose another "
+                              "--out")  # fmt: skip
         atomic_write_text(out / "compare.toml", dumps(plan.resolved))
         write_problems(plan.domain, pending)
+        record_problem_digests(files)
         total = count_levels(files.train)
         queue = []
         for run in plan.runs:

@@ -9,17 +9,23 @@ out of the given files) once::
 
 A file that is already there is kept: `DIR/compare.toml` guarantees it was made from
 the same config. All sets are built and checked before the first file is written
-(`pending_problems`, then `write_problems`).
+(`pending_problems`, then `write_problems`). ``DIR/problems/digests.json`` holds a SHA-256
+digest of each set's levels as written, so that a set edited after its runs searched it
+is named (`changed_problem_files`) instead of silently standing beside their results.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sgps.domains import get_domain, read_levels, write_levels
+from sgps.errors import ConfigError
 from sgps.experiments.plan import ComparePlan, ProblemSource
+from sgps.fileio import atomic_write_text
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,14 @@ class ProblemFiles:
     train: Path
     validation: Path | None
     tests: dict[str, Path]
+
+    def all(self) -> list[Path]:
+        """Every set's path: training, validation (if any), then the tests."""
+        return [self.train, *([self.validation] if self.validation is not None else []), *self.tests.values()]
+
+    @property
+    def digests(self) -> Path:
+        return self.train.parent / "digests.json"
 
 
 def problem_files(plan: ComparePlan, out: Path) -> ProblemFiles:
@@ -67,3 +81,44 @@ def write_problems(domain: str, pending: list[tuple[Path, ProblemSource, list[An
 def count_levels(path: Path) -> int:
     """The number of levels in a level file."""
     return len(read_levels(path))
+
+
+def levels_digest(path: Path) -> str:
+    """A SHA-256 digest of the levels of a level file (their encodings: comments and spacing aside)."""
+    levels = read_levels(path)
+    encoded = [levels.domain.encode(state) for state in levels.states()]
+    return hashlib.sha256(repr(encoded).encode()).hexdigest()
+
+
+def _stored_digests(files: ProblemFiles) -> dict[str, str]:
+    if not files.digests.exists():
+        return {}
+    try:
+        stored = json.loads(files.digests.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ConfigError(f"{files.digests}: not a digest file ({error}); restore it or delete it") from None
+    if not isinstance(stored, dict) or not all(isinstance(v, str) for v in stored.values()):
+        raise ConfigError(f"{files.digests}: not a digest file (a JSON object of file name to SHA-256); "
+                          "restore it or delete it")  # fmt: skip
+    return stored
+
+
+def _key(files: ProblemFiles, path: Path) -> str:
+    return str(path.relative_to(files.train.parent))
+
+
+def changed_problem_files(files: ProblemFiles) -> list[Path]:
+    """The problem files whose levels differ from the digest recorded when they were written."""
+    stored = _stored_digests(files)
+    recorded = [path for path in files.all() if _key(files, path) in stored and path.exists()]
+    return [path for path in recorded if levels_digest(path) != stored[_key(files, path)]]
+
+
+def record_problem_digests(files: ProblemFiles) -> None:
+    """Record the digest of every problem file that has none yet (new sets, and comparisons
+    started before digests were kept), atomically."""
+    stored = _stored_digests(files)
+    missing = [path for path in files.all() if path.exists() and _key(files, path) not in stored]
+    if missing:
+        stored.update({_key(files, path): levels_digest(path) for path in missing})
+        atomic_write_text(files.digests, json.dumps(stored, indent=1, sort_keys=True) + "\n")

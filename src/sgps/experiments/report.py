@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +35,15 @@ import numpy as np
 from sgps.errors import ConfigError
 from sgps.experiments.curves import curve_bands, write_curves_csv, write_curves_png
 from sgps.experiments.plan import ComparePlan, PaperNumbers, TestSet, read_plan
-from sgps.experiments.problems import count_levels, problem_files
-from sgps.experiments.results import RunResult, TestResult, guard_cut_runs, guard_warning, load_results
+from sgps.experiments.problems import changed_problem_files, count_levels, problem_files
+from sgps.experiments.results import (
+    RunResult,
+    TestResult,
+    damaged_records,
+    guard_cut_runs,
+    guard_warning,
+    load_results,
+)
 from sgps.fileio import atomic_write_text
 from sgps.training.methods.hips import run as hips
 
@@ -48,13 +56,23 @@ OFFLINE_ALGORITHMS = (hips.ALGORITHM,)
 SUBGOAL_ALGORITHMS = ("phs-sg", "levin-sg")
 
 
-def write_report(out: Path) -> Path:
-    """Write report.md, curves.png and curves.csv for the comparison in `out`; returns report.md's path."""
+@dataclass(frozen=True)
+class WrittenReport:
+    """Where `write_report` wrote report.md, and what the user must be told about the records it read."""
+
+    path: Path
+    warnings: tuple[str, ...]  # test records not counted; problem files edited since they were written
+
+
+def write_report(out: Path) -> WrittenReport:
+    """Write report.md, curves.png and curves.csv for the comparison in `out`."""
     stored = out / "compare.toml"
     if not stored.exists():
         raise ConfigError(f"{out}: no compare.toml here; run `sgps compare CONFIG --out {out}` first")
     plan = read_plan(stored, check_files=False)
-    results = load_results(plan, out, count_levels(problem_files(plan, out).train))
+    files = problem_files(plan, out)
+    results = load_results(plan, out, count_levels(files.train))
+    changed = changed_problem_files(files)
     finished = [result for result in results if result.finished]
 
     cut = {result.spec.variant for result in guard_cut_runs(results)}
@@ -74,8 +92,16 @@ def write_report(out: Path) -> Path:
     search_time_only = any(r.curve is not None and not r.curve.measured_seconds for r in results)
     write_curves_png(out / "curves.png", bands, legend_label, search_time_only=search_time_only)
     path = out / "report.md"
-    atomic_write_text(path, render_report(plan, results, markdown_label, search_time_only=search_time_only))
-    return path
+    atomic_write_text(path, render_report(plan, results, markdown_label, search_time_only=search_time_only,
+                                          changed_files=[path.relative_to(out) for path in changed]))  # fmt: skip
+    notes = []
+    damaged = damaged_records(results)
+    if damaged:
+        notes.append(f"test records not counted in {path}: {'; '.join(damaged)}")
+    if changed:
+        notes.append(f"{', '.join(map(str, changed))}: the levels differ from those the runs searched "
+                     f"(digests in {files.digests}); {path} says so")  # fmt: skip
+    return WrittenReport(path, tuple(notes))
 
 
 def variant_label(plan: ComparePlan, variant: str) -> str:
@@ -90,11 +116,20 @@ def marked_label(plan: ComparePlan, variant: str, cut: Collection[str]) -> str:
 
 
 def render_report(
-    plan: ComparePlan, results: Sequence[RunResult], label: Callable[[str], str], *, search_time_only: bool
+    plan: ComparePlan,
+    results: Sequence[RunResult],
+    label: Callable[[str], str],
+    *,
+    search_time_only: bool,
+    changed_files: Sequence[Path] = (),
 ) -> str:
-    """The Markdown report."""
+    """The Markdown report; `changed_files`: problem files (relative to the folder) edited since they were written."""
     finished = [r for r in results if r.finished]
     lines = [f"# Comparison on {plan.domain}", ""]
+    if changed_files:
+        named = ", ".join(f"`{path}`" for path in changed_files)
+        lines += [f"**Problem files changed** since the runs searched them: {named}. The results below are for "
+                  "the levels as first written.", ""]  # fmt: skip
     lines.append(f"{len(finished)} of {len(plan.runs)} runs finished training; only those are counted.")
     started = {r.spec.name for r in results}
     waiting = [f"{r.spec.name} (in progress)" for r in results if not r.finished]
@@ -107,6 +142,14 @@ def render_report(
     warning = guard_warning(guard_cut_runs(results))
     if warning is not None:
         lines += ["", f"**Not decided.** {GUARD_MARK}: {warning[0].upper()}{warning[1:]}."]
+    damaged = damaged_records(results)
+    if damaged:
+        lines += ["", "**Test records not counted** (delete one and run `sgps compare` again to test anew):", ""]
+        lines += [f"- {entry}" for entry in damaged]
+    untested = [f"{r.spec.name} on `{test.name}`" for r in finished for test in plan.tests
+                if test.name not in r.tests and test.name not in r.damaged]  # fmt: skip
+    if untested:
+        lines += ["", f"Not tested yet (`sgps compare` again tests them): {', '.join(untested)}."]
     lines += ["", "Cells: mean over seeds, with (min-max) when there are several. The *best* columns are the seed",
               "the paper's model-selection rule picks: most test problems solved, then the smallest total",
               "solution length."]  # fmt: skip

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sgps.errors import CheckpointError
 from sgps.experiments.plan import ComparePlan, RunSpec
+from sgps.experiments.problems import count_levels, problem_files
 from sgps.experiments.runstate import (
     RunProgress,
     loop_state,
@@ -39,6 +41,7 @@ from sgps.experiments.runstate import (
 )
 from sgps.training.bootstrap import GUARD_STOPS
 from sgps.training.rundir import RunDirectory
+from sgps.training.testing import fault_in_test_record
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class RunResult:
     settings: Mapping[str, Mapping[str, Any]]  # the run's resolved config.toml
     stop_reason: str = ""  # why its training ended (`sgps.training.bootstrap.STOP_REASONS`), "" while it runs
     progress: RunProgress | None = None  # where an unfinished run stands (its last logged batch)
+    damaged: Mapping[str, str] = field(default_factory=dict)  # test set -> why its record is not counted
 
     @property
     def cut_by_guard(self) -> bool:
@@ -106,8 +110,7 @@ def load_results(plan: ComparePlan, out: Path, train_total: int) -> list[RunResu
             continue  # not started
         directory = RunDirectory(path)
         train_count = plan.train_count(spec, train_total)
-        tests = {test.name: read_test(test_csv(path, test.name)) for test in plan.tests
-                 if test_csv(path, test.name).exists()}  # fmt: skip
+        tests, damaged = read_tests(plan, out, path)
         curve = read_curve(directory, train_count)
         settings = tomllib.loads((path / "config.toml").read_text())
         finished = state is not None and bool(state["finished"])
@@ -116,8 +119,13 @@ def load_results(plan: ComparePlan, out: Path, train_total: int) -> list[RunResu
         hours = seconds / 3600
         results.append(RunResult(spec, finished, tests, curve, train_count, hours, subgoal_distance(directory),
                                  settings, stop_reason(path, state) if finished else "",
-                                 training_progress(path) if not finished else None))  # fmt: skip
+                                 training_progress(path) if not finished else None, damaged))  # fmt: skip
     return results
+
+
+def damaged_records(results: Sequence[RunResult]) -> list[str]:
+    """'RUN, test set NAME: why' for every test record that is not counted (`read_tests`)."""
+    return [f"{r.spec.name}, test set {name}: {why}" for r in results for name, why in r.damaged.items()]
 
 
 def guard_cut_runs(results: Sequence[RunResult]) -> list[RunResult]:
@@ -138,16 +146,40 @@ def _offline_result(plan: ComparePlan, spec: RunSpec, path: Path, train_total: i
     """HIPS-ε's run: no training searches (no curve); its hours are the offline training's."""
     rows = RunDirectory(path, ("seconds",)).read("learning")
     seconds = float(rows[-1]["seconds"]) if rows and rows[-1].get("seconds") else 0.0
-    tests = {test.name: read_test(test_csv(path, test.name)) for test in plan.tests
-             if test_csv(path, test.name).exists()}  # fmt: skip
+    tests, damaged = read_tests(plan, path.parent.parent, path)
     settings = tomllib.loads((path / "config.toml").read_text())
     return RunResult(spec, training_finished(path), tests, None, plan.train_count(spec, train_total), seconds / 3600,
-                     None, settings)  # fmt: skip
+                     None, settings, damaged=damaged)  # fmt: skip
 
 
-def read_test(path: Path) -> TestResult:
-    """A test CSV (round, problem, solved, expanded, generated, length, budget, seconds) summed up."""
-    rows = RunDirectory(path.parent.parent).read(path.stem)
+def read_tests(plan: ComparePlan, out: Path, run: Path) -> tuple[dict[str, TestResult], dict[str, str]]:
+    """The run's test records that are whole, summed up, and why each of the others is not counted.
+
+    A record is counted only if it is exactly what the test procedure writes for the
+    comparison's test set (`sgps.training.testing.fault_in_test_record`): a cut,
+    duplicated, edited or unreadable record is named, never reported as a result.
+    """
+    tests, damaged = {}, {}
+    for test in plan.tests:
+        record = test_csv(run, test.name)
+        if not record.exists():
+            continue
+        try:
+            rows = RunDirectory(run).read(record.stem)
+        except CheckpointError as error:
+            damaged[test.name] = str(error)
+            continue
+        problems = count_levels(problem_files(plan, out).tests[test.name])
+        fault = fault_in_test_record(rows, problems, test.budget, test.rounds)
+        if fault is None:
+            tests[test.name] = read_test(rows)
+        else:
+            damaged[test.name] = f"{record}: not the record of a whole test of {problems} problems ({fault})"
+    return tests, damaged
+
+
+def read_test(rows: Sequence[Mapping[str, str]]) -> TestResult:
+    """The rows of a whole test record (round, problem, solved, expanded, generated, length, budget, ...) summed up."""
     solved = [row for row in rows if row["solved"] == "1"]
     count = len(solved)
     lengths = [int(row["length"]) for row in solved]

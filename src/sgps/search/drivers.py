@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,12 +41,15 @@ def search(
     return run(engine, evaluator)
 
 
-def run_lockstep(searches: Sequence[BestFirstSearch[Any]], evaluator: Evaluator) -> list[SearchResult]:
+def run_lockstep(
+    searches: Sequence[BestFirstSearch[Any]], evaluator: Evaluator, on_finished: Callable[[int], None] | None = None
+) -> list[SearchResult]:
     """Advance every unfinished search to its next request and evaluate all requests as one batch.
 
     With searches in exact mode (batch size 1) each search follows exactly the order
     it would follow alone, while the evaluator sees batches of up to N x |A| states.
-    Results come back in input order.
+    Results come back in input order. `on_finished(count)` is told how many searches
+    have finished whenever that number grows (a progress display).
     """
     active = [s for s in searches if not s.done]
     while active:
@@ -60,7 +63,10 @@ def run_lockstep(searches: Sequence[BestFirstSearch[Any]], evaluator: Evaluator)
                 end = start + len(states)
                 s.receive(_rows(log_policy, start, end), _rows(heuristic, start, end))
                 start = end
+        running = len(active)
         active = [s for s in active if not s.done]
+        if on_finished is not None and len(active) < running:
+            on_finished(len(searches) - len(active))
     return [s.result for s in searches]
 
 
@@ -74,14 +80,16 @@ def search_lockstep(
     epsilon: float = 0.01,
     record_graph: bool = False,
     children: ChildGenerator[Any] | None = None,
+    on_finished: Callable[[int], None] | None = None,
 ) -> list[SearchResult]:
     """Search every root in lockstep (exact order per search, one evaluator batch per round).
 
     `children`: expand through this generator (`sgps.search.children`) instead of one child per action.
+    `on_finished`: as in `run_lockstep`.
     """
     options = {"budget": budget, "epsilon": epsilon, "record_graph": record_graph, "children": children}
     searches = [BestFirstSearch(domain, root, algorithm, **options) for root in roots]
-    return run_lockstep(searches, evaluator)
+    return run_lockstep(searches, evaluator, on_finished)
 
 
 def _rows(values: np.ndarray | None, start: int, end: int) -> np.ndarray | None:

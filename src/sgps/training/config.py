@@ -126,6 +126,37 @@ class TrainConfig:
         return {name: dataclasses.asdict(getattr(self, name)) for name in SECTIONS}
 
 
+#: The settings `sgps train` and `sgps.train` also take as options: option name -> (section, key).
+TRAIN_OPTIONS: dict[str, tuple[str, str]] = {
+    "algorithm": ("run", "algorithm"),
+    "device": ("run", "device"),
+    "workers": ("run", "workers"),
+    "tensorboard": ("run", "tensorboard"),
+    "seed": ("bootstrap", "seed"),
+    "max_iterations": ("bootstrap", "max_iterations"),
+    "time_limit": ("bootstrap", "time_limit_minutes"),
+    "levin_plus_one": ("search", "levin_plus_one"),
+    "duplicates": ("search", "duplicates"),
+    "loss": ("learner", "loss"),
+    "failed_trees": ("subgoal", "failed_trees"),
+    "codebook_size": ("subgoal", "codebook_size"),
+    "cluster_level": ("subgoal", "cluster_level"),
+    "conditioning": ("subgoal", "conditioning"),
+    "codebook": ("subgoal", "codebook"),
+    "mixture": ("subgoal", "mixture"),
+}
+
+
+def option_overrides(options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The `resolve_config` overrides of the `TRAIN_OPTIONS` given in `options` (None: not given)."""
+    overrides: dict[str, dict[str, Any]] = {}
+    for name, value in options.items():
+        if value is not None:
+            section, key = TRAIN_OPTIONS[name]
+            overrides.setdefault(section, {})[key] = value
+    return overrides
+
+
 def resolve_config(
     preset: str = "cpu", file: Path | None = None, overrides: Mapping[str, Mapping[str, Any]] | None = None
 ) -> TrainConfig:

@@ -96,11 +96,17 @@ class RunDirectory:
         Every row is written whole with its line end, so a last line without one is a row
         still being written (a run in progress, read by `sgps report`) and is left out.
         """
-        with open(self.metrics / f"{name}.csv", newline="") as handle:
-            text = handle.read()
-        if not text.endswith("\n"):
-            text = text[: text.rfind("\n") + 1]
-        return list(csv.DictReader(io.StringIO(text)))
+        file = self.metrics / f"{name}.csv"
+        try:
+            with open(file, newline="", encoding="utf-8") as handle:
+                text = handle.read()
+            if not text.endswith("\n"):
+                text = text[: text.rfind("\n") + 1]
+            return list(csv.DictReader(io.StringIO(text)))
+        except UnicodeDecodeError as error:
+            raise CheckpointError(f"{file}: not UTF-8 text (byte {error.start}); the metrics were damaged") from None
+        except csv.Error as error:
+            raise CheckpointError(f"{file}: not a readable CSV ({error}); the metrics were damaged") from None
 
     def truncate(self, counts: Mapping[str, int]) -> None:
         """Cut every metrics file back to `counts` data rows (what the last checkpoint saw).
@@ -165,6 +171,11 @@ class RunDirectory:
     def holds_a_run(self) -> bool:
         """Whether the folder already holds run files (a config, metrics or checkpoints)."""
         return any((self.path / name).exists() for name in ("config.toml", "metrics", "checkpoints", "log.txt"))
+
+    def is_run_directory(self) -> bool:
+        """Whether the folder is a run directory: a config beside metrics or checkpoints (a stricter test
+        than `holds_a_run`, for telling whether a path lies inside someone's run)."""
+        return (self.path / "config.toml").is_file() and (self.metrics.is_dir() or self.checkpoints.is_dir())
 
     def clear(self) -> None:
         """Delete the run files of the folder (config, metrics, checkpoints, log), nothing else."""

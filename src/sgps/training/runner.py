@@ -29,7 +29,7 @@ from sgps.training.ray_pool import RaySearchPool, check_executor, cluster_cpus, 
 from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, split_problems
 from sgps.training.tensorboard import TensorBoardLog, require_tensorboard
-from sgps.training.testing import TestSummary, run_test
+from sgps.training.testing import TestProgress, TestSummary, run_test
 from sgps.version import sgps_version
 
 
@@ -247,11 +247,13 @@ def test(
     checkpoint: str = "best",
     executor: str = "local",
     ray_address: str | None = None,
+    progress: TestProgress | None = None,
 ) -> TestSummary:
     """Test a run's model (best, last or a checkpoint path) with budget doubling over `rounds`.
 
     `executor`: ``local`` searches in this process; ``ray`` deals each round's problems to
     one Ray actor per CPU of the cluster at `ray_address` (or of a local instance).
+    `progress`: told as each round's searches finish (`run_test`; local searches only).
     """
     if budget < 1 or rounds < 1:
         raise ConfigError("--budget and --rounds must be at least 1")
@@ -259,7 +261,8 @@ def test(
     if hips.is_hips_run(run):
         if executor != "local":
             raise ConfigError(f"{run}: a {hips.ALGORITHM} run is tested in this process; drop --executor {executor}")
-        return hips.test(run, problems, budget=budget, rounds=rounds, checkpoint=checkpoint_path(run, checkpoint))
+        return hips.test(run, problems, budget=budget, rounds=rounds, checkpoint=checkpoint_path(run, checkpoint),
+                         progress=progress)  # fmt: skip
     config = load_run_config(run / "config.toml")
     levels = read_levels(problems, config.run.domain)
     levels.observation_shape()
@@ -281,6 +284,7 @@ def test(
             epsilon=config.bootstrap.epsilon,
             csv_path=run / "metrics" / f"test-{problems.stem}.csv",
             search_batch=search_batch,
+            progress=progress,
         )
 
 

@@ -24,7 +24,6 @@ from sgps.errors import ConfigError
 from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
 from sgps.models.hips import HipsConfig, HipsModel
 from sgps.search.costs import make_algorithm
-from sgps.search.drivers import search_lockstep
 from sgps.training.config import read_toml
 from sgps.training.methods.hips.dataset import build_dataset, read_dataset, write_dataset
 from sgps.training.methods.hips.learner import HipsLearner, HipsSettings
@@ -32,7 +31,7 @@ from sgps.training.methods.hips.search import HipsHeuristic, HybridChildren
 from sgps.training.rundir import RunDirectory
 from sgps.training.schema import check_value, validate_section
 from sgps.training.setup import pick_device
-from sgps.training.testing import TestSummary, run_test
+from sgps.training.testing import TestProgress, TestSummary, run_test
 from sgps.version import sgps_version
 
 ALGORITHM = "hips-eps"
@@ -170,7 +169,9 @@ def load_run(run: Path, checkpoint: Path, example: Any) -> tuple[Any, HipsModel,
     return domain, model, settings, device
 
 
-def test(run: Path, problems: Path, *, budget: int, rounds: int, checkpoint: Path) -> TestSummary:
+def test(
+    run: Path, problems: Path, *, budget: int, rounds: int, checkpoint: Path, progress: TestProgress | None = None
+) -> TestSummary:
     """The test procedure (budget doubling over rounds) with HIPS-ε's hybrid search."""
     levels = read_levels(problems, str(read_toml(run / "config.toml")["run"].get("domain")))
     levels.observation_shape()
@@ -181,8 +182,5 @@ def test(run: Path, problems: Path, *, budget: int, rounds: int, checkpoint: Pat
     heuristic = HipsHeuristic(domain, model, device)
     algorithm = make_algorithm("hips")
 
-    def search_batch(batch: list[Any], round_budget: int) -> list[Any]:
-        return search_lockstep(domain, batch, algorithm, heuristic, budget=round_budget, children=children)
-
-    return run_test(domain, states, algorithm, heuristic, budget=budget, rounds=rounds,
-                    csv_path=run / "metrics" / f"test-{problems.stem}.csv", search_batch=search_batch)  # fmt: skip
+    return run_test(domain, states, algorithm, heuristic, budget=budget, rounds=rounds, children=children,
+                    csv_path=run / "metrics" / f"test-{problems.stem}.csv", progress=progress)  # fmt: skip
