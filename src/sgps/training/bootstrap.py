@@ -135,7 +135,7 @@ class BatchSearcher(Protocol):
 
 @dataclass(frozen=True)
 class BootstrapConfig:
-    """Settings of the loop (defaults: the paper's; 0 means "no limit")."""
+    """Settings of the loop (defaults: the paper's; 0 means "no limit"); their rules are in `sgps.training.schema`."""
 
     seed: int = 0
     batch_size: int = 32
@@ -149,13 +149,6 @@ class BootstrapConfig:
     max_expansions: int = 0
     checkpoint_every: int = 10
     stop_when_all_solved: bool = True  # the paper's loop; False: run on until the validation rule
-
-    def __post_init__(self) -> None:
-        get_schedule(self.schedule)
-        if self.batch_size < 1 or self.initial_budget < 1 or self.checkpoint_every < 1:
-            raise ValueError("batch_size, initial_budget and checkpoint_every must be at least 1")
-        if not 0.0 < self.validation_ratio <= 1.0:
-            raise ValueError("validation_ratio must be in (0, 1]")
 
 
 @dataclass

@@ -7,7 +7,9 @@ The rules between keys of a section are the sections' model validators. Every er
 is an `InvalidSettingError` that reads ``section.key must be REQUIREMENT, got VALUE``.
 
 Checking happens before a run creates anything, and the same rules serve the TOML
-file, the command-line flags and the ``[train]`` tables of a comparison config.
+file, the command-line flags, `sgps.train`'s arguments, the ``[train]`` tables of a
+comparison config and HIPS-ε's ``[hips]`` section. This is the one place a setting's
+type and range are checked: the settings dataclasses hold values, they do not re-check them.
 """
 
 from __future__ import annotations

@@ -32,17 +32,13 @@ from sgps.domains.base import Domain
 from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
 from sgps.models.evaluator import SubgoalEvaluator
 from sgps.models.losses import levin_loss
-from sgps.models.subgoal import CONDITIONINGS, MIXTURES, SubgoalModel, SubgoalModelConfig
-from sgps.models.vqvae import CODEBOOKS
+from sgps.models.subgoal import SubgoalModel, SubgoalModelConfig
 from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
 from sgps.training.methods.flat.learner import FlatLearner, LearnerConfig
 from sgps.training.methods.flat.samples import solution_samples
-from sgps.training.methods.subgoal.clustering import HIERARCHIES
 from sgps.training.methods.subgoal.probe import PROBE_COLUMNS, probe_low_policy
 from sgps.training.methods.subgoal.samples import (
-    SEGMENTATIONS,
-    SUBGOAL_TARGETS,
     HighRows,
     LengthBuffer,
     LowRows,
@@ -84,7 +80,7 @@ def current_spelling(name: str, value: str) -> str:
 
 @dataclass(frozen=True)
 class SubgoalSettings:
-    """The ``[subgoal]`` configuration section (defaults: the reference's, spec section 7)."""
+    """The ``[subgoal]`` section (defaults: the reference's, spec section 7; rules: `sgps.training.schema`)."""
 
     conditioning: str = "code-vector"
     mixture: str = "geometric"
@@ -118,25 +114,10 @@ class SubgoalSettings:
     probe_pairs: int = 16  # failed-tree pairs π_low is probed on before each update (0: no probe)
 
     def __post_init__(self) -> None:
+        """Old spellings of renamed values become the current ones (with a warning); the values
+        themselves are checked where settings enter, against `sgps.training.schema`."""
         for name in RENAMED_VALUES:
             object.__setattr__(self, name, current_spelling(name, getattr(self, name)))
-        choices = {
-            "conditioning": CONDITIONINGS, "mixture": MIXTURES, "hierarchy": HIERARCHIES, "codebook": CODEBOOKS,
-            "segmentation": SEGMENTATIONS, "subgoal_target": SUBGOAL_TARGETS,
-        }  # fmt: skip
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"subgoal.{name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
-        for name in ("alpha_train", "alpha_test"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"subgoal.{name} must be in [0, 1]")
-        positive = (
-            "codebook_size", "code_dim", "pairs_per_tree", "max_draws", "length_buffer", "vq_minibatch",
-            "high_epochs", "max_minibatches", "channels", "vq_channels", "hidden", "unconditional_channels",
-        )  # fmt: skip
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"subgoal.{name} must be at least 1")
 
     def model_config(self, observation_shape: tuple[int, int, int], num_actions: int) -> SubgoalModelConfig:
         """The architecture these settings describe, for observations of `observation_shape`."""
