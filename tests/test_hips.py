@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import math
+import subprocess
+import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -22,6 +25,7 @@ from sgps.search import Edge, hips_cost, make_algorithm, search_lockstep
 from sgps.search.engine import BestFirstSearch
 from sgps.search.evaluators import DomainHeuristic
 from sgps.training import runner
+from sgps.training.methods.hips import dataset as dataset_module
 from sgps.training.methods.hips.dataset import Dataset, Trajectory, build_dataset, read_dataset, write_dataset
 from sgps.training.methods.hips.run import resolve_settings
 from sgps.training.methods.hips.search import HybridChildren
@@ -316,3 +320,57 @@ def test_a_hips_section_needs_hips_in_the_comparison(tmp_path, capsys):
     assert main(["compare", str(config), "--out", str(tmp_path / "out")]) == 2
     assert "hips.epsilon must be in (0, 1), got 2.0" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_an_interrupted_dataset_build_goes_on_where_it_stopped(tmp_path, tsp, monkeypatch):
+    levels = read_levels(level_file(tmp_path, tsp, "train.txt", 0, 8)).levels
+    write_dataset(tmp_path / "whole.npz", build_dataset(tsp, levels).dataset)
+    journal = tmp_path / "data.npz.journal"
+    solved: list[Any] = []
+    solve_level = dataset_module.solve_level
+
+    def interrupted_at_the_fifth(domain, state, max_states):
+        solved.append(domain.key(state))
+        if len(solved) == 5:
+            raise KeyboardInterrupt
+        return solve_level(domain, state, max_states)
+
+    monkeypatch.setattr(dataset_module, "solve_level", interrupted_at_the_fifth)
+    with pytest.raises(KeyboardInterrupt):
+        build_dataset(tsp, levels, journal=journal)
+    assert len(journal.read_text().splitlines()) == 1 + 4  # the header and four finished levels
+    with open(journal, "a") as handle:
+        handle.write('{"index":4,"acti')  # a line the interruption cut
+    solved.clear()
+    resumed = build_dataset(tsp, levels, journal=journal)
+    assert solved == [tsp.key(level.state) for level in levels[4:]]  # no finished level solved again
+    write_dataset(tmp_path / "resumed.npz", resumed.dataset)
+    assert (tmp_path / "resumed.npz").read_bytes() == (tmp_path / "whole.npz").read_bytes()
+    with pytest.raises(ConfigError, match=r"data\.npz\.journal: the journal of a dataset of other levels"):
+        build_dataset(tsp, levels[:6], journal=journal)
+
+
+def test_sgps_dataset_killed_and_run_again_writes_the_file_of_an_uninterrupted_run(tmp_path, capsys):
+    problems = tmp_path / "train.txt"
+    assert main(["generate", "sokoban", "--count", "24", "--out", str(problems)]) == 0
+    assert main(["dataset", "sokoban", "--problems", str(problems), "--out", str(tmp_path / "whole.npz"),
+                 "--workers", "1"]) == 0  # fmt: skip
+    out = tmp_path / "data.npz"
+    journal = tmp_path / "data.npz.journal"
+    command = [sys.executable, "-m", "sgps", "dataset", "sokoban", "--problems", str(problems), "--out", str(out),
+               "--workers", "2"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while process.poll() is None and (not journal.exists() or len(journal.read_text().splitlines()) < 4):
+        time.sleep(0.05)
+    process.kill()  # as a machine that goes down would: no clean-up
+    process.wait()
+    if not out.exists():  # killed mid-way (a very fast machine may finish first)
+        assert journal.exists() and not out.exists()
+    capsys.readouterr()
+    assert main(["dataset", "sokoban", "--problems", str(problems), "--out", str(out), "--workers", "2"]) == 0
+    assert out.read_bytes() == (tmp_path / "whole.npz").read_bytes()
+    assert not journal.exists()
+    assert main(["train", "--algorithm", "hips-eps", "--dataset", str(out), "--domain", "tsp", "--out",
+                 str(tmp_path / "run")]) == 2  # fmt: skip
+    assert f"{out}: a sokoban dataset, but this run is on tsp" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

@@ -154,6 +154,9 @@ def _add_dataset_command(commands: Any) -> None:
     dataset.add_argument(
         "--max-states", type=_int, help="exact solver state cap per level (default: 2M, fewer on large levels)"
     )
+    dataset.add_argument(
+        "--workers", type=_int, help="solver processes (default: one per usable core; 1: in this process)"
+    )
 
 
 def _add_train_command(commands: Any) -> None:
@@ -484,18 +487,25 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     """Solve every level of --problems with the exact solver and write the solved ones' trajectories."""
     if args.max_states is not None:
         _check_range("--max-states", args.max_states, 1)
+    if args.workers is not None:
+        _check_range("--workers", args.workers, 1, 1024)
     levels = read_levels(args.problems, args.domain)
+    journal = args.out.with_name(args.out.name + ".journal")  # what an interrupted build goes on from
+    with tqdm(total=len(levels), unit="level", desc="solving", leave=False, disable=None) as bar:
 
-    def progress(done: int, total: int) -> None:
-        if sys.stderr.isatty():
-            print(f"\rsolved {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+        def progress(done: int, total: int) -> None:
+            bar.n = done
+            bar.refresh()
 
-    built = build_dataset(levels.domain, levels.levels, max_states=args.max_states, progress=progress)
+        built = build_dataset(levels.domain, levels.levels, max_states=args.max_states, progress=progress,
+                              workers=args.workers or runner.usable_cores(), journal=journal)  # fmt: skip
     for name, reason in built.skipped:
         print(f"skipped {name}: {reason}")
     if not built.dataset.trajectories:
-        raise ConfigError(f"{args.problems}: the solver finished none of the {len(levels)} levels; nothing written")
+        raise ConfigError(f"{args.problems}: the solver finished none of the {len(levels)} levels; nothing written "
+                          f"(the solver's record is in {journal})")  # fmt: skip
     write_dataset(args.out, built.dataset)
+    journal.unlink()
     print(f"wrote {len(built.dataset.trajectories)} trajectories ({built.dataset.transitions:,} transitions, "
           f"{len(built.skipped)} levels skipped) -> {args.out}")  # fmt: skip
     return 0

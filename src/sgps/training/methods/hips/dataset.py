@@ -14,12 +14,18 @@ trajectory does not end at a goal, so every trajectory it returns is a true solu
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
+import json
+import multiprocessing
+import os
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -33,6 +39,8 @@ from sgps.fileio import atomic_write_bytes
 
 FORMAT = "sgps-hips-dataset-1"
 _KEYS = ("format", "domain", "names", "levels", "level_offsets", "actions", "action_offsets")
+#: The date of every member of a dataset archive (the earliest a zip file can hold).
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -64,28 +72,123 @@ class BuildReport:
     skipped: tuple[tuple[str, str], ...]  # (level name, reason)
 
 
+#: The journal of an unfinished `build_dataset`: a header line, then one line per finished level.
+JOURNAL_FORMAT = "sgps-hips-dataset-journal-1"
+
+
 def build_dataset(
     domain: Domain[Any],
     levels: Sequence[Level],
     *,
     max_states: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    workers: int = 1,
+    journal: Path | None = None,
 ) -> BuildReport:
-    """Solve every level exactly; keep the solved ones as trajectories (`max_states`: the solver's cap)."""
+    """Solve every level exactly; keep the solved ones as trajectories (`max_states`: the solver's cap).
+
+    `workers` > 1 solves levels in that many processes. `journal`: a file that records each
+    finished level as it finishes (one JSON line), so that a build interrupted at any point
+    goes on where it stopped when called again with the same levels and cap; the result
+    does not depend on the interruption, the workers or the order levels finished in.
+    """
+    finished = _read_journal(journal, domain, levels, max_states) if journal is not None else {}
+    todo = [index for index in range(len(levels)) if index not in finished]
+    if progress is not None:
+        progress(len(finished), len(levels))
+    with contextlib.ExitStack() as stack:
+        record = None
+        if journal is not None:
+            record = stack.enter_context(open(journal, "a", encoding="utf-8"))
+            if not finished and journal.stat().st_size == 0:
+                _append(record, _journal_header(domain, levels, max_states))
+        for index, outcome in _solve_all(domain, levels, todo, max_states, workers):
+            finished[index] = outcome
+            if record is not None:
+                _append(record, {"index": index, **outcome})
+            if progress is not None:
+                progress(len(finished), len(levels))
     trajectories: list[Trajectory] = []
     skipped: list[tuple[str, str]] = []
     for index, level in enumerate(levels):
-        cap = default_state_cap(domain, level.state) if max_states is None else max_states
-        result = solve(domain, level.state, max_states=cap)
-        if result.actions is None:
-            reason = f"state cap of {cap:,} reached" if result.status == "cap" else "no solution exists"
-            skipped.append((level.name, reason))
+        outcome = finished[index]
+        if "actions" in outcome:
+            actions = tuple(outcome["actions"])
+            trajectories.append(Trajectory(level.name, tuple(trajectory(domain, level.state, actions)), actions))
         else:
-            states = tuple(trajectory(domain, level.state, result.actions))
-            trajectories.append(Trajectory(level.name, states, result.actions))
-        if progress is not None:
-            progress(index + 1, len(levels))
+            skipped.append((level.name, outcome["skipped"]))
     return BuildReport(Dataset(domain, tuple(trajectories)), tuple(skipped))
+
+
+def _solve_all(
+    domain: Domain[Any], levels: Sequence[Level], todo: Sequence[int], max_states: int | None, workers: int
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(index, outcome) of each level in `todo` as it is solved, in this process or in `workers` processes."""
+    if workers <= 1 or len(todo) <= 1:
+        for index in todo:
+            yield index, solve_level(domain, levels[index].state, max_states)
+        return
+    with ProcessPoolExecutor(min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(solve_level, domain, levels[index].state, max_states): index for index in todo}
+        try:
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:
+            pool.shutdown(cancel_futures=True)
+
+
+def solve_level(domain: Domain[Any], state: Any, max_states: int | None) -> dict[str, Any]:
+    """``{"actions": [...]}`` of an optimal solution, or ``{"skipped": why}``."""
+    cap = default_state_cap(domain, state) if max_states is None else max_states
+    result = solve(domain, state, max_states=cap)
+    if result.actions is None:
+        return {"skipped": f"state cap of {cap:,} reached" if result.status == "cap" else "no solution exists"}
+    return {"actions": [int(action) for action in result.actions]}
+
+
+def _journal_header(domain: Domain[Any], levels: Sequence[Level], max_states: int | None) -> dict[str, Any]:
+    """What a journal must have been started with to be continued: the domain, the levels and the cap."""
+    encoded = repr([domain.encode(level.state) for level in levels]).encode()
+    return {"format": JOURNAL_FORMAT, "domain": domain.name, "levels": hashlib.sha256(encoded).hexdigest(),
+            "count": len(levels), "max_states": max_states}  # fmt: skip
+
+
+def _read_journal(
+    journal: Path, domain: Domain[Any], levels: Sequence[Level], max_states: int | None
+) -> dict[int, dict[str, Any]]:
+    """The levels a journal records as finished (complete lines only: the last may be cut)."""
+    if not journal.exists() or journal.stat().st_size == 0:
+        return {}
+    try:
+        text = journal.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{journal}: not a dataset journal (byte {error.start} is not UTF-8)") from None
+    complete = text[: text.rfind("\n") + 1]
+    if len(complete) < len(text):  # a line cut by an interruption: dropped, so the next line starts clean
+        with open(journal, "r+", encoding="utf-8") as handle:
+            handle.truncate(len(complete.encode()))
+    lines = complete.splitlines()
+    try:
+        entries = [json.loads(line) for line in lines]
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{journal}: a damaged dataset journal ({error}); delete it to start over") from None
+    if not entries or entries[0] != _journal_header(domain, levels, max_states):
+        raise ConfigError(f"{journal}: the journal of a dataset of other levels or another --max-states; "
+                          "delete it to start over, or give the same levels and options")  # fmt: skip
+    finished: dict[int, dict[str, Any]] = {}
+    for number, entry in enumerate(entries[1:], start=2):
+        index = entry.get("index") if isinstance(entry, dict) else None
+        if not isinstance(index, int) or not 0 <= index < len(levels) or not ({"actions", "skipped"} & set(entry)):
+            raise ConfigError(f"{journal}:{number}: not a finished level; delete the journal to start over")
+        finished[index] = {key: value for key, value in entry.items() if key != "index"}
+    return finished
+
+
+def _append(handle: TextIO, entry: Mapping[str, Any]) -> None:
+    """One JSON line, on disk before the next level is recorded."""
+    handle.write(json.dumps(entry, separators=(",", ":")) + "\n")
+    handle.flush()
+    os.fsync(handle.fileno())
 
 
 def write_dataset(path: str | Path, dataset: Dataset) -> None:
@@ -94,17 +197,22 @@ def write_dataset(path: str | Path, dataset: Dataset) -> None:
         raise ConfigError(f"{path}: no solved trajectory to write")
     encodings = [np.asarray(dataset.domain.encode(t.states[0]), dtype=np.int64) for t in dataset.trajectories]
     actions = [np.asarray(t.actions, dtype=np.int16) for t in dataset.trajectories]
+    arrays = {
+        "format": np.array(FORMAT),
+        "domain": np.array(dataset.domain.name),
+        "names": np.array([t.name for t in dataset.trajectories]),
+        "levels": np.concatenate(encodings),
+        "level_offsets": np.cumsum([0] + [len(e) for e in encodings]),
+        "actions": np.concatenate(actions),
+        "action_offsets": np.cumsum([0] + [len(a) for a in actions]),
+    }
     buffer = io.BytesIO()
-    np.savez_compressed(
-        buffer,
-        format=np.array(FORMAT),
-        domain=np.array(dataset.domain.name),
-        names=np.array([t.name for t in dataset.trajectories]),
-        levels=np.concatenate(encodings),
-        level_offsets=np.cumsum([0] + [len(e) for e in encodings]),
-        actions=np.concatenate(actions),
-        action_offsets=np.cumsum([0] + [len(a) for a in actions]),
-    )
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:  # what np.savez_compressed writes,
+        for key, array in arrays.items():  # with a fixed date: the same dataset gives the same bytes
+            member = io.BytesIO()
+            np.lib.format.write_array(member, array, allow_pickle=False)
+            archive.writestr(zipfile.ZipInfo(f"{key}.npy", date_time=ZIP_DATE), member.getvalue(),
+                             compress_type=zipfile.ZIP_DEFLATED)  # fmt: skip
     atomic_write_bytes(path, buffer.getvalue())
 
 
