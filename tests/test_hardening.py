@@ -370,6 +370,7 @@ def test_a_level_field_of_thousands_of_digits_is_one_error_line(tmp_path, capsys
         (["sokoban", "--param", "turn_probability=nan"], "turn_probability is a probability between 0 and 1, not nan"),
         (["sokoban", "--param", "tries=0"], "tries must be between 1 and 1,000, not 0"),
         (["boulderdash", "--param", "dirt=nan"], "dirt is a probability between 0 and 1, not nan"),
+        (["boxworld", "--param", "distractors=10000000"], "30000004 boxes, an agent and a key do not fit"),  # minutes
     ],
 )
 def test_generator_parameters_are_bounded_before_anything_is_built(tmp_path, capsys, argv, message):
@@ -386,7 +387,7 @@ def test_a_level_set_of_mixed_sizes_is_refused_before_a_run_is_made(tmp_path, pr
     mixed.write_text(problems.read_text() + "".join(large.read_text().splitlines(keepends=True)[1:]))
     capsys.readouterr()
     out = tmp_path / "run"
-    size_message = "a level of size 16x16 among levels of size 10x10"
+    size_message = "a level of another size (observation 8x16x16, the others' 8x10x10)"
     assert train(mixed, out) == 2
     assert f"{mixed}:8: {size_message}" in one_error_line(capsys)  # a header line and 6 levels before it
     assert train(problems, out, "--validation", str(large)) == 2

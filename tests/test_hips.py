@@ -374,3 +374,14 @@ def test_sgps_dataset_killed_and_run_again_writes_the_file_of_an_uninterrupted_r
                  str(tmp_path / "run")]) == 2  # fmt: skip
     assert f"{out}: a sokoban dataset, but this run is on tsp" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_journal_cut_inside_its_header_starts_the_build_afresh(tmp_path, tsp):
+    levels = read_levels(level_file(tmp_path, tsp, "train.txt", 0, 3)).levels
+    journal = tmp_path / "data.npz.journal"
+    journal.write_text('{"format":"sgps-hips-dat')  # killed while writing the header
+    built = build_dataset(tsp, levels, journal=journal)
+    assert len(built.dataset.trajectories) == 3 and len(journal.read_text().splitlines()) == 1 + 3
+    journal.write_text(journal.read_text().replace('"actions":[', '"actions":[99,', 1))  # an edited journal
+    with pytest.raises(ConfigError, match=r"data\.npz\.journal:2: not a finished level"):
+        build_dataset(tsp, levels, journal=journal)

@@ -265,6 +265,11 @@ def _other_problem(text: bytes) -> bytes:
     return b"".join([lines[0], lines[1].replace(b"1,0,", b"1,7,", 1), *lines[2:]])
 
 
+def _steps_not_a_number(text: bytes) -> bytes:
+    lines = text.splitlines(keepends=True)
+    return b"".join([lines[0], lines[1].rsplit(b",", 1)[0] + b",x\n", *lines[2:]])
+
+
 @pytest.mark.parametrize(
     ("damage", "reason"),
     [
@@ -273,6 +278,7 @@ def _other_problem(text: bytes) -> bytes:
         (_duplicated, "it holds 2 rows after the last round's attempts"),
         (_other_problem, "round 1 does not try the unsolved problems in order with budget 500"),
         (lambda text: text.replace(b"1,1,1,", b"1,1,1,x", 1), "a row is not an attempt"),
+        (_steps_not_a_number, "a row is not an attempt"),
     ],
 )
 def test_a_damaged_test_record_is_named_and_not_counted(smoke, tmp_path, capsys, damage, reason):

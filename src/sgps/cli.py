@@ -490,12 +490,12 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     if args.workers is not None:
         _check_range("--workers", args.workers, 1, 1024)
     levels = read_levels(args.problems, args.domain)
+    levels.observation_shape()  # HIPS-ε's networks read one level size, as the other methods' do
     journal = args.out.with_name(args.out.name + ".journal")  # what an interrupted build goes on from
     with tqdm(total=len(levels), unit="level", desc="solving", leave=False, disable=None) as bar:
 
         def progress(done: int, total: int) -> None:
-            bar.n = done
-            bar.refresh()
+            bar.update(done - bar.n)
 
         built = build_dataset(levels.domain, levels.levels, max_states=args.max_states, progress=progress,
                               workers=args.workers or runner.usable_cores(), journal=journal)  # fmt: skip
@@ -570,11 +570,10 @@ def cmd_test(args: argparse.Namespace) -> int:
     with tqdm(unit="search", leave=False, disable=None, delay=1.0) as bar:  # on a terminal, after a second
 
         def progress(round_number: int, budget: int, finished: int, *, total: int) -> None:
-            if bar.total != total or finished == 0:
+            if finished == 0:  # a round starts
                 bar.reset(total=total)
-                bar.set_description(f"test round {round_number} (budget {budget:,})")
-            bar.n = finished
-            bar.refresh()
+                bar.set_description(f"test round {round_number} (budget {budget:,})", refresh=False)
+            bar.update(finished - bar.n)  # throttled by tqdm, and shown only after its delay
 
         summary = runner.test(args.run, args.problems, budget=args.budget, rounds=args.rounds,
                               checkpoint=args.checkpoint, executor=args.executor, ray_address=args.ray_address,

@@ -254,6 +254,9 @@ class BoxWorld(Domain[BoxWorldState]):
             raise ValueError("not enough colours for this goal length and distractor length")
         if distractors > 0 and distractor_length < 1:
             raise ValueError("distractor chains need at least one box")
+        pairs = goal_length - 1 + max(distractors, 0) * distractor_length
+        if 2 * pairs + 2 > size * size:  # each box takes two cells: refused before anything is drawn
+            raise ValueError(f"{pairs} boxes, an agent and a key do not fit in a {size}x{size} level")
         rng = np.random.default_rng(seed)
         goal_colours = [int(c) for c in rng.choice(range(NUM_COLOURS), size=goal_length - 1, replace=False)]
         others = [c for c in range(NUM_COLOURS) if c not in goal_colours]
@@ -261,7 +264,7 @@ class BoxWorld(Domain[BoxWorldState]):
             [int(c) for c in rng.choice(others, size=distractor_length, replace=False)] for _ in range(distractors)
         ]
         roots = [int(r) for r in rng.choice(range(goal_length - 1), size=distractors, replace=True)]
-        boxes, agent_slot, key_slot = _sample_slots(goal_length - 1 + distractors * distractor_length, size, rng)
+        boxes, agent_slot, key_slot = _sample_slots(pairs, size, rng)
 
         cells = [EMPTY] * (size * size)
 

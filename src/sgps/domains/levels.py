@@ -80,8 +80,9 @@ class LevelSet:
                 shape = own
             elif own != shape:
                 raise LevelFormatError(
-                    f"a level of size {own[1]}x{own[2]} among levels of size {shape[1]}x{shape[2]}: "
-                    "a run's networks read one level size; keep each size in its own file",
+                    f"a level of another size (observation {'x'.join(map(str, own))}, the others' "
+                    f"{'x'.join(map(str, shape))}): a run's networks read one level size; keep each size in its own "
+                    "file",
                     level.path,
                     level.line,
                 )

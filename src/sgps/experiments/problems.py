@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sgps.domains import get_domain, read_levels, write_levels
-from sgps.errors import ConfigError
+from sgps.errors import ConfigError, SgpsError
 from sgps.experiments.plan import ComparePlan, ProblemSource
 from sgps.fileio import atomic_write_text
 
@@ -111,7 +111,15 @@ def changed_problem_files(files: ProblemFiles) -> list[Path]:
     """The problem files whose levels differ from the digest recorded when they were written."""
     stored = _stored_digests(files)
     recorded = [path for path in files.all() if _key(files, path) in stored and path.exists()]
-    return [path for path in recorded if levels_digest(path) != stored[_key(files, path)]]
+    return [path for path in recorded if _digest_or_none(path) != stored[_key(files, path)]]
+
+
+def _digest_or_none(path: Path) -> str | None:
+    """`levels_digest`, or None for a file that no longer reads as levels (it changed too)."""
+    try:
+        return levels_digest(path)
+    except SgpsError:
+        return None
 
 
 def record_problem_digests(files: ProblemFiles) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from sgps.errors import CheckpointError
+from sgps.errors import CheckpointError, SgpsError
 from sgps.experiments.plan import ComparePlan, RunSpec
 from sgps.experiments.problems import count_levels, problem_files
 from sgps.experiments.runstate import (
@@ -169,7 +169,11 @@ def read_tests(plan: ComparePlan, out: Path, run: Path) -> tuple[dict[str, TestR
         except CheckpointError as error:
             damaged[test.name] = str(error)
             continue
-        problems = count_levels(problem_files(plan, out).tests[test.name])
+        try:
+            problems = count_levels(problem_files(plan, out).tests[test.name])
+        except SgpsError as error:
+            damaged[test.name] = f"{record}: its test set cannot be read ({error})"
+            continue
         fault = fault_in_test_record(rows, problems, test.budget, test.rounds)
         if fault is None:
             tests[test.name] = read_test(rows)

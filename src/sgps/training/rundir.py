@@ -173,9 +173,12 @@ class RunDirectory:
         return any((self.path / name).exists() for name in ("config.toml", "metrics", "checkpoints", "log.txt"))
 
     def is_run_directory(self) -> bool:
-        """Whether the folder is a run directory: a config beside metrics or checkpoints (a stricter test
-        than `holds_a_run`, for telling whether a path lies inside someone's run)."""
-        return (self.path / "config.toml").is_file() and (self.metrics.is_dir() or self.checkpoints.is_dir())
+        """Whether the folder is an sgps run directory: a config beside the loop's progress record or a
+        saved model (a stricter test than `holds_a_run`, for telling whether a path lies inside a run;
+        a project folder with a config.toml and a checkpoints folder of its own is not one)."""
+        return (self.path / "config.toml").is_file() and (
+            (self.metrics / "outstanding.csv").is_file() or (self.checkpoints / "latest.safetensors").is_file()
+        )
 
     def clear(self) -> None:
         """Delete the run files of the folder (config, metrics, checkpoints, log), nothing else."""

@@ -34,7 +34,7 @@ def fault_in_test_record(rows: Sequence[Mapping[str, str]], problems: int, budge
     try:
         attempts = [_attempt(row) for row in rows]
     except (KeyError, TypeError, ValueError):
-        return "a row is not an attempt: round, problem, expanded, budget and a solved attempt's length are integers"
+        return "a row is not an attempt: round, problem, expanded, budget, steps and a solved length are integers"
     unsolved = list(range(problems))
     position = 0
     for round_number in range(1, rounds + 1):
@@ -59,6 +59,8 @@ def fault_in_test_record(rows: Sequence[Mapping[str, str]], problems: int, budge
 def _attempt(row: Mapping[str, str]) -> tuple[int, int, str, int]:
     """(round, problem, solved, budget) of a record row whose numbers parse (ValueError otherwise)."""
     int(row["expanded"])
+    if row.get("steps"):
+        int(row["steps"])
     if row["solved"] == "1":
         int(row["length"])
     return int(row["round"]), int(row["problem"]), row["solved"], int(row["budget"])

@@ -172,13 +172,20 @@ def _read_journal(
         entries = [json.loads(line) for line in lines]
     except json.JSONDecodeError as error:
         raise ConfigError(f"{journal}: a damaged dataset journal ({error}); delete it to start over") from None
-    if not entries or entries[0] != _journal_header(domain, levels, max_states):
+    if not entries:  # only a cut header: nothing was finished
+        return {}
+    if entries[0] != _journal_header(domain, levels, max_states):
         raise ConfigError(f"{journal}: the journal of a dataset of other levels or another --max-states; "
                           "delete it to start over, or give the same levels and options")  # fmt: skip
     finished: dict[int, dict[str, Any]] = {}
     for number, entry in enumerate(entries[1:], start=2):
         index = entry.get("index") if isinstance(entry, dict) else None
-        if not isinstance(index, int) or not 0 <= index < len(levels) or not ({"actions", "skipped"} & set(entry)):
+        actions = entry.get("actions", []) if isinstance(entry, dict) else None
+        valid_actions = isinstance(actions, list) and all(
+            isinstance(a, int) and 0 <= a < domain.num_actions for a in actions
+        )
+        if (not isinstance(index, int) or not 0 <= index < len(levels) or not valid_actions
+                or not ({"actions", "skipped"} & set(entry))):  # fmt: skip
             raise ConfigError(f"{journal}:{number}: not a finished level; delete the journal to start over")
         finished[index] = {key: value for key, value in entry.items() if key != "index"}
     return finished
