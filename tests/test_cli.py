@@ -178,6 +178,8 @@ def test_the_packaged_demo_comparison_is_a_valid_config():
          "--gif-limit must be at least 0"),
         (["train", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--ray-address", "auto"],
          "--ray-address applies only with --executor ray"),
+        (["train", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--extra-problems", "{tmp}/good.txt"],
+         "--extra-problems applies only with --algorithm hips-eps"),
         (["train", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--codebook-size", "3"],
          "subgoal.codebook_size: only the subgoal algorithms (phs-sg, levin-sg) use it, not phs"),
         (["train", "--algorithm", "levin", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--no-failed-trees"],

@@ -289,6 +289,7 @@ def test_a_comparison_runs_hips_from_the_training_problems_and_reports_it(tmp_pa
     config.write_text(
         '[compare]\ndomain = "tsp"\nalgorithms = ["hips-eps"]\nseeds = [0]\npreset = "tiny"\n'
         '[problems.train]\nvariant = "standard"\nseed = 0\ncount = 16\nparams = { size = 6 }\n'
+        '[problems.hips]\nvariant = "standard"\nseed = 100\ncount = 8\nparams = { size = 6 }\n'
         '[tests.test]\nvariant = "standard"\nseed = 9000\ncount = 3\nparams = { size = 6 }\nbudget = 300\n'
         "[hips]\nrollout_steps = 8\n"
     )
@@ -296,6 +297,9 @@ def test_a_comparison_runs_hips_from_the_training_problems_and_reports_it(tmp_pa
     assert main(["compare", str(config), "--out", str(out), "--jobs", "1", "--threads", "1"]) == 0
     run = out / "runs" / "hips-eps-s0"
     assert (run / "dataset.npz").is_file() and (run / "metrics" / "test-test.csv").is_file()
+    names = [trajectory.name for trajectory in read_dataset(run / "dataset.npz").trajectories]
+    assert names == [f"train:{k}" for k in range(16)] + [f"hips:{k}" for k in range(8)]  # training + extra levels
+    assert not (run / "dataset.npz.journal").exists()
     assert "rollout_steps = 8" in (out / "configs" / "hips-eps-s0.toml").read_text()
     trained = (run / "checkpoints" / "latest.safetensors").stat().st_mtime_ns
     assert main(["compare", str(config), "--out", str(out), "--jobs", "1", "--threads", "1"]) == 0
@@ -306,6 +310,25 @@ def test_a_comparison_runs_hips_from_the_training_problems_and_reports_it(tmp_pa
     [test_row] = [line for line in report.splitlines() if line.startswith("| HIPS-ε | 1 | 3 |")]
     [train_row] = [line for line in report.splitlines() if "offline (solver trajectories)" in line]
     assert train_row.startswith("| HIPS-ε | 1 | offline") and test_row
+
+
+@pytest.mark.parametrize(
+    ("algorithms", "seed", "message"),
+    [
+        ('["phs"]', 100, "problems.hips: levels for hips-eps, which compare.algorithms does not list"),
+        ('["phs", "hips-eps"]', 4, "problems.hips: its generator seeds overlap those of problems.train"),
+        ('["phs", "hips-eps"]', 9001, "problems.hips: its generator seeds overlap those of tests.test"),
+    ],
+)
+def test_extra_hips_levels_are_for_hips_and_never_the_other_sets(tmp_path, capsys, algorithms, seed, message):
+    config = tmp_path / "bad.toml"
+    config.write_text(
+        f'[compare]\ndomain = "tsp"\nalgorithms = {algorithms}\n[problems.train]\ncount = 8\n'
+        f'[problems.hips]\nseed = {seed}\ncount = 50\n[tests.test]\nseed = 9000\ncount = 2\n'
+    )
+    assert main(["compare", str(config), "--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_hips_section_needs_hips_in_the_comparison(tmp_path, capsys):

@@ -164,6 +164,9 @@ def _add_train_command(commands: Any) -> None:
     train_cmd = commands.add_parser("train", help="train a policy / heuristic with the Bootstrap process")
     train_cmd.add_argument("--problems", type=Path, help="training level file or folder")
     train_cmd.add_argument("--dataset", type=Path, help="hips-eps: the trajectories `sgps dataset` wrote")
+    train_cmd.add_argument(
+        "--extra-problems", type=Path, metavar="FILE", help="hips-eps: more levels to solve and learn from"
+    )
     train_cmd.add_argument("--out", required=True, type=Path, help="run directory")
     train_cmd.add_argument("--domain", help="domain of the level files (when they do not name it)")
     train_cmd.add_argument("--algorithm", choices=(*ALGORITHMS, hips.ALGORITHM), help="default: phs")
@@ -325,6 +328,7 @@ NEEDS: tuple[tuple[str, str, str, str, Any, str], ...] = (
     ("solve", "--epsilon", "epsilon", "algorithm", None, "--algorithm (levin or phs)"),
     ("solve", "--weight", "weight", "algorithm", "wastar", "--algorithm wastar"),
     ("test", "--gif-limit", "gif_limit", "gif", None, "--gif DIR"),
+    ("train", "--extra-problems", "extra_problems", "algorithm", "hips-eps", "--algorithm hips-eps"),
     *((command, "--ray-address", "ray_address", "executor", "ray", "--executor ray")
       for command in ("train", "test", "compare")),
 )  # fmt: skip
@@ -559,7 +563,7 @@ def _train_hips(args: argparse.Namespace) -> int:
     if args.threads is not None:
         _check_range("--threads", args.threads, 1)
     settings, count = hips.train(args.dataset, args.out, problems=args.problems, domain=args.domain,
-                                 preset=args.preset or "cpu",
+                                 preset=args.preset or "cpu", extra_problems=args.extra_problems,
                                  config_file=args.config, seed=args.seed or 0, device=args.device or "cpu",
                                  overwrite=args.overwrite, threads=args.threads)  # fmt: skip
     print(f"trained {hips.ALGORITHM} on {count} trajectories (K = {settings.codebook_size}) -> {args.out}")

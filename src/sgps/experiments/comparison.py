@@ -188,7 +188,7 @@ def _adds_runs(key: str, started: Mapping[str, Any], resolved: Mapping[str, Any]
         return set(started[section][name]) <= set(resolved[section][name])
     if key.startswith("variants."):
         return key.split(".")[1] not in started.get("variants", {})
-    if key.startswith("hips."):  # HIPS-ε's settings: a change only if an earlier run read them
+    if key.startswith(("hips.", "problems.hips")):  # HIPS-ε's settings and levels: a change only if a run read them
         variants = started.get("variants", {})
         names = started["compare"]["algorithms"]
         return hips.ALGORITHM not in {variants.get(name, {}).get("algorithm", name) for name in names}

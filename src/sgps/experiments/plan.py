@@ -6,6 +6,8 @@ A comparison config is a TOML file (docs/experiments.md)::
     [problems.train]       the training set: generated, or read from a level file or folder
     [problems.validation]  optional; otherwise `validation` problems of the training set are
                            held out, split by each run's seed (spec/algorithms.md 6.1)
+    [problems.hips]        optional: more levels for HIPS-ε, which learns offline from the
+                           solver's solutions of the training set and of these
     [tests.NAME]           a test set, with the test procedure's budget and rounds (6.7)
     [train.SECTION]        overrides of `sgps train`'s configuration, for every run
     [variants.NAME]        a named variant: `algorithm` and its own overrides
@@ -121,6 +123,7 @@ class ComparePlan:
     runs: tuple[RunSpec, ...]
     paper: Mapping[str, PaperNumbers]
     resolved: Mapping[str, Any]  # what compare.toml holds
+    hips_extra: ProblemSource | None = None  # [problems.hips]: more levels for HIPS-ε's offline data
 
     def train_count(self, run: RunSpec, total: int) -> int:
         """Training problems of `run` when the training set holds `total` (validation split off)."""
@@ -180,6 +183,11 @@ def parse_plan(document: Mapping[str, Any], origin: str, base: Path, *, check_fi
         if held_out:
             raise train_table.error("validation", "give either problems.train.validation or [problems.validation]")
         validation = _source(problems.table("validation"), base, domain, check_files)
+    hips_extra = None
+    if "hips" in problems.values:
+        if hips.ALGORITHM not in names:
+            raise problems.error("hips", f"levels for {hips.ALGORITHM}, which compare.algorithms does not list")
+        hips_extra = _source(problems.table("hips"), base, domain, check_files)
     problems.finish()
     if held_out and train.count is None:
         raise train_table.error("count", "needed to hold out problems.train.validation problems")
@@ -191,6 +199,13 @@ def parse_plan(document: Mapping[str, Any], origin: str, base: Path, *, check_fi
     test_tables.finish()
     if not tests:
         raise top.error("tests", "name at least one test set, e.g. [tests.test]")
+    if hips_extra is not None:
+        others = [("problems.train", train), *((f"tests.{t.name}", t.source) for t in tests)]
+        if validation is not None:
+            others.append(("problems.validation", validation))
+        for where, source in others:
+            if _same_levels_drawn(hips_extra, source, domain):
+                raise problems.error("hips", f"its generator seeds overlap those of {where}; choose other seeds")
 
     overrides = _overrides(top.table("train", {}))
     if held_out:
@@ -223,8 +238,19 @@ def parse_plan(document: Mapping[str, Any], origin: str, base: Path, *, check_fi
         resolved["hips"] = dict(hips_settings)
     if validation is not None:
         resolved["problems"]["validation"] = validation.resolved()
+    if hips_extra is not None:
+        resolved["problems"]["hips"] = hips_extra.resolved()
     return ComparePlan(domain_name, tuple(names), tuple(seeds), train, held_out, validation, tests, runs, paper,
-                       resolved)  # fmt: skip
+                       resolved, hips_extra)  # fmt: skip
+
+
+def _same_levels_drawn(one: ProblemSource, other: ProblemSource, domain: Domain[Any]) -> bool:
+    """Whether two generated sets share a level: the same generator parameters and overlapping seeds."""
+    if one.file is not None or other.file is not None:
+        return False
+    if resolve_params(domain, one.variant, one.params) != resolve_params(domain, other.variant, other.params):
+        return False
+    return one.seed < other.seed + (other.count or 0) and other.seed < one.seed + (one.count or 0)
 
 
 def changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

@@ -5,6 +5,7 @@ out of the given files) once::
 
     DIR/problems/train.txt         the training set (and the held-out validation problems)
     DIR/problems/validation.txt    the validation set, when the config gives one
+    DIR/problems/hips.txt          more levels for HIPS-ε's offline data, when the config gives them
     DIR/problems/tests/NAME.txt    test set NAME (`sgps test` writes metrics/test-NAME.csv)
 
 A file that is already there is kept: `DIR/compare.toml` guarantees it was made from
@@ -35,10 +36,12 @@ class ProblemFiles:
     train: Path
     validation: Path | None
     tests: dict[str, Path]
+    hips: Path | None = None  # more levels for HIPS-ε's offline data
 
     def all(self) -> list[Path]:
-        """Every set's path: training, validation (if any), then the tests."""
-        return [self.train, *([self.validation] if self.validation is not None else []), *self.tests.values()]
+        """Every set's path: training, validation and HIPS-ε's extra levels (if any), then the tests."""
+        optional = [path for path in (self.validation, self.hips) if path is not None]
+        return [self.train, *optional, *self.tests.values()]
 
     @property
     def digests(self) -> Path:
@@ -52,6 +55,7 @@ def problem_files(plan: ComparePlan, out: Path) -> ProblemFiles:
         train=folder / "train.txt",
         validation=None if plan.validation is None else folder / "validation.txt",
         tests={test.name: folder / "tests" / f"{test.name}.txt" for test in plan.tests},
+        hips=None if plan.hips_extra is None else folder / "hips.txt",
     )
 
 
@@ -65,6 +69,8 @@ def pending_problems(
     wanted: list[tuple[Path, ProblemSource, str]] = [(files.train, plan.train, f"{origin}: problems.train")]
     if files.validation is not None and plan.validation is not None:
         wanted.append((files.validation, plan.validation, f"{origin}: problems.validation"))
+    if files.hips is not None and plan.hips_extra is not None:
+        wanted.append((files.hips, plan.hips_extra, f"{origin}: problems.hips"))
     wanted += [(files.tests[test.name], test.source, f"{origin}: tests.{test.name}") for test in plan.tests]
     domain = get_domain(plan.domain)
     return [(path, source, source.load(domain, where)) for path, source, where in wanted if not path.exists()]

@@ -178,9 +178,11 @@ class Scheduler:
         return command
 
     def _offline_train_command(self, job: Job) -> list[str]:
-        """HIPS-ε: solve the training problems, learn from their solutions (from scratch each time)."""
+        """HIPS-ε: solve the training problems (and [problems.hips]), learn from their solutions (from scratch
+        each time, except that finished solves are kept in the run's dataset journal)."""
         preset = self.plan.resolved["compare"]["preset"]
-        return [*self.prefix, "train", "--algorithm", job.run.algorithm, "--problems", str(self.files.train),
+        extra = [] if self.files.hips is None else ["--extra-problems", str(self.files.hips)]
+        return [*self.prefix, "train", "--algorithm", job.run.algorithm, "--problems", str(self.files.train), *extra,
                 "--out", str(job.path), "--config", str(job.config), "--preset", preset,
                 "--seed", str(job.run.seed), "--threads", str(self.concurrency.threads), "--overwrite"]  # fmt: skip
 

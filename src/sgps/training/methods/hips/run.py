@@ -90,15 +90,21 @@ def train(
     device: str = "cpu",
     overwrite: bool = False,
     threads: int | None = None,
+    extra_problems: Path | None = None,
 ) -> tuple[HipsSettings, int]:
     """Train HIPS-ε into run directory `out`; (settings, trajectories).
 
     The trajectories come from `dataset_path` (`sgps dataset`), or, with `problems`
-    instead, from solving those levels first (written to RUN/dataset.npz), as
-    `sgps compare` does. `threads`: torch threads (default: torch's own choice).
+    instead, from solving those levels first (written to RUN/dataset.npz, journalled in
+    RUN/dataset.npz.journal so that an interrupted solve goes on where it stopped), as
+    `sgps compare` does; `extra_problems`: more levels to learn from (HIPS-ε learns
+    offline, so it may see more levels than the Bootstrap methods' training set).
+    `threads`: torch threads (default: torch's own choice).
     """
     if (dataset_path is None) == (problems is None):
         raise ConfigError(f"{ALGORITHM} trains from a dataset or from training levels: give one of the two")
+    if extra_problems is not None and problems is None:
+        raise ConfigError("--extra-problems adds levels to --problems; a --dataset is used as it is")
     settings = resolve_settings(preset, config_file, overrides)
     if threads is not None:
         torch.set_num_threads(threads)
@@ -107,13 +113,20 @@ def train(
         raise ConfigError(f"{out} already holds a run; pass --overwrite to replace it, or choose another --out")
     if problems is not None:
         levels = read_levels(problems, domain)
-        levels.observation_shape()
-        built = build_dataset(levels.domain, levels.levels)
-        if not built.dataset.trajectories:
-            raise ConfigError(f"{problems}: the exact solver finished none of the {len(levels)} levels")
+        shape = levels.observation_shape()
+        all_levels = list(levels.levels)
+        if extra_problems is not None:
+            extra = read_levels(extra_problems, levels.domain.name)
+            extra.observation_shape(shape)
+            all_levels += extra.levels
         out.mkdir(parents=True, exist_ok=True)
         dataset_path = out / "dataset.npz"
+        journal = out / "dataset.npz.journal"
+        built = build_dataset(levels.domain, all_levels, journal=journal)
+        if not built.dataset.trajectories:
+            raise ConfigError(f"{problems}: the exact solver finished none of the {len(all_levels)} levels")
         write_dataset(dataset_path, built.dataset)
+        journal.unlink()
         for name, reason in built.skipped:
             print(f"skipped {name}: {reason}")
     assert dataset_path is not None
