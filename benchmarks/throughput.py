@@ -16,7 +16,7 @@ phs-sg / phs in each mode, against the target of the compute-matched presets: <=
 lockstep-32. The networks are untrained
 (randomly initialised): throughput does not depend on the weights. One thread is
 used throughout. `--layouts nchw,channels-last` measures each memory layout of the
-convolution trunks (`sgps.models.resnet.set_channels_last`; NCHW is the default) and
+convolution trunks (`sgps.models.resnet.set_channels_last`; channels-last is the default) and
 prints each layout's lockstep speed-up over the first.
 
 `--floor` prints instead, per domain, π^SG's compute matching (docs/subgoals.md,
@@ -178,7 +178,7 @@ def main() -> None:
     parser.add_argument("--algorithms", default=",".join(VARIANTS), help=f"comma-separated, from {', '.join(VARIANTS)}")
     parser.add_argument("--budget", type=int, default=1000, help="expansion budget per search")
     parser.add_argument("--seed", type=int, default=2000)
-    parser.add_argument("--layouts", default="nchw", help=f"comma-separated, from {', '.join(LAYOUTS)}")
+    parser.add_argument("--layouts", default="channels-last", help=f"comma-separated, from {', '.join(LAYOUTS)}")
     parser.add_argument("--floor", action="store_true", help="print π^SG's compute matching per domain (see above)")
     args = parser.parse_args()
     torch.set_num_threads(1)

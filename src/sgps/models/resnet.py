@@ -1,13 +1,15 @@
 """Convolutional trunks and heads on one-hot grid observations (spec/algorithms.md 2.1).
 
-`set_channels_last(True)` makes CPU trunks compute in the channels-last (NHWC) memory
-layout, which oneDNN's convolutions run faster on in isolation (about 1.6x for a
-32-channel trunk at batch 32 here). Inside search it gained 0.78-1.41x, inconsistently
-across domains, with this VM's noise at about ±15% (`benchmarks/throughput.py --layouts
-nchw,channels-last`, docs/subgoals.md "Cost per expansion"), so the default stays
-PyTorch's NCHW. NCHW also keeps runs bit-identical to those of earlier versions. Both
-layouts give the same outputs up to float rounding (about 1e-7); the weights keep
-PyTorch's layout either way, so checkpoints are unchanged.
+CPU trunks evaluate in the channels-last (NHWC) memory layout, which oneDNN's
+convolutions run faster on: with the compute-matched `cpu` preset, PHS*(π^SG) searched
+1.13-1.30x faster in lockstep-32 on every domain, and flat PHS*(π) about as fast as with
+PyTorch's NCHW (0.83-1.47x, within this VM's noise), in 2-4 runs per domain with the
+order of the layouts swapped (`benchmarks/throughput.py --layouts nchw,channels-last`,
+docs/subgoals.md "Memory layout"). Only evaluation without gradients (search) changes
+layout; training keeps NCHW. Both layouts give the same outputs up to float rounding
+(about 1e-7), so a run resumed across the change may differ from the earlier version in
+the last bits; the weights keep PyTorch's layout either way, so checkpoints are unchanged.
+`set_channels_last(False)` restores NCHW everywhere.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-_channels_last_on_cpu = False
+_channels_last_on_cpu = True
 
 
 def set_channels_last(enabled: bool) -> bool:
-    """Compute CPU trunks in channels-last layout or in NCHW (the default); returns the previous setting."""
+    """Evaluate CPU trunks in channels-last layout (the default) or in NCHW; returns the previous setting."""
     global _channels_last_on_cpu
     previous, _channels_last_on_cpu = _channels_last_on_cpu, enabled
     return previous
@@ -53,7 +55,7 @@ class ResNetTrunk(nn.Module):
         self.out_channels = channels
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if _channels_last_on_cpu and x.device.type == "cpu":
+        if _channels_last_on_cpu and x.device.type == "cpu" and not torch.is_grad_enabled():
             x = x.contiguous(memory_format=torch.channels_last)
         return self.blocks(torch.relu(self.stem_norm(self.stem(x))))
 
