@@ -1,15 +1,15 @@
 """Convolutional trunks and heads on one-hot grid observations (spec/algorithms.md 2.1).
 
-CPU trunks evaluate in the channels-last (NHWC) memory layout, which oneDNN's
-convolutions run faster on: with the compute-matched `cpu` preset, PHS*(π^SG) searched
-1.13-1.30x faster in lockstep-32 on every domain, and flat PHS*(π) about as fast as with
+CPU trunks compute in the channels-last (NHWC) memory layout, which oneDNN's
+convolutions run faster on. With the compute-matched `cpu` preset, PHS*(π^SG) searched
+1.09-1.30x faster in lockstep-32 on every domain, flat PHS*(π) about as fast as with
 PyTorch's NCHW (0.83-1.47x, within this VM's noise), in 2-4 runs per domain with the
-order of the layouts swapped (`benchmarks/throughput.py --layouts nchw,channels-last`,
-docs/subgoals.md "Memory layout"). Only evaluation without gradients (search) changes
-layout; training keeps NCHW. Both layouts give the same outputs up to float rounding
-(about 1e-7), so a run resumed across the change may differ from the earlier version in
-the last bits; the weights keep PyTorch's layout either way, so checkpoints are unchanged.
-`set_channels_last(False)` restores NCHW everywhere.
+order of the layouts swapped (`benchmarks/throughput.py --layouts nchw,channels-last`),
+and π^SG's learning step ran faster too (`benchmarks/learning_step.py`; docs/subgoals.md
+"Memory layout"). Both layouts give the same outputs up to float rounding (about 1e-7),
+so a run resumed across the change may differ from the earlier version in the last bits;
+the weights keep PyTorch's layout either way, so checkpoints are unchanged.
+`set_channels_last(False)` restores NCHW.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ _channels_last_on_cpu = True
 
 
 def set_channels_last(enabled: bool) -> bool:
-    """Evaluate CPU trunks in channels-last layout (the default) or in NCHW; returns the previous setting."""
+    """Compute CPU trunks in channels-last layout (the default) or in NCHW; returns the previous setting."""
     global _channels_last_on_cpu
     previous, _channels_last_on_cpu = _channels_last_on_cpu, enabled
     return previous
@@ -55,7 +55,7 @@ class ResNetTrunk(nn.Module):
         self.out_channels = channels
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if _channels_last_on_cpu and x.device.type == "cpu" and not torch.is_grad_enabled():
+        if _channels_last_on_cpu and x.device.type == "cpu":
             x = x.contiguous(memory_format=torch.channels_last)
         return self.blocks(torch.relu(self.stem_norm(self.stem(x))))
 
