@@ -18,6 +18,7 @@ file; for Boxoban it is the number after ``;``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -89,6 +90,12 @@ class LevelSet:
         if shape is None:
             raise LevelFormatError("the level set is empty")
         return shape
+
+
+def states_digest(domain: Domain[Any], states: Sequence[Any]) -> str:
+    """A SHA-256 hex digest of levels by their integer encodings (comments and spacing of a
+    file aside): what a run, a comparison or a dataset journal checks its problems against."""
+    return hashlib.sha256(repr([domain.encode(state) for state in states]).encode()).hexdigest()
 
 
 def format_level(domain: Domain[Any], state: Any) -> str:

@@ -17,13 +17,13 @@ is named (`changed_problem_files`) instead of silently standing beside their res
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sgps.domains import get_domain, read_levels, write_levels
+from sgps.domains.levels import states_digest
 from sgps.errors import ConfigError, SgpsError
 from sgps.experiments.plan import ComparePlan, ProblemSource
 from sgps.fileio import atomic_write_text
@@ -90,10 +90,9 @@ def count_levels(path: Path) -> int:
 
 
 def levels_digest(path: Path) -> str:
-    """A SHA-256 digest of the levels of a level file (their encodings: comments and spacing aside)."""
+    """The `states_digest` of the levels of a level file."""
     levels = read_levels(path)
-    encoded = [levels.domain.encode(state) for state in levels.states()]
-    return hashlib.sha256(repr(encoded).encode()).hexdigest()
+    return states_digest(levels.domain, levels.states())
 
 
 def _stored_digests(files: ProblemFiles) -> dict[str, str]:

@@ -98,19 +98,20 @@ class RunResult:
 
 def load_results(plan: ComparePlan, out: Path, train_total: int) -> list[RunResult]:
     """The results of every run of `plan` that has started, in the plan's order."""
+    sizes = test_set_sizes(plan, out)
     results = []
     for spec in plan.runs:
         path = out / "runs" / spec.name
         if spec.config is None:
             if (path / "config.toml").exists():
-                results.append(_offline_result(plan, spec, path, train_total))
+                results.append(_offline_result(plan, spec, path, train_total, sizes))
             continue
         state = loop_state(path)
         if state is None and not (path / "metrics" / "outstanding.csv").exists():
             continue  # not started
         directory = RunDirectory(path)
         train_count = plan.train_count(spec, train_total)
-        tests, damaged = read_tests(plan, out, path)
+        tests, damaged = read_tests(plan, sizes, path)
         curve = read_curve(directory, train_count)
         settings = tomllib.loads((path / "config.toml").read_text())
         finished = state is not None and bool(state["finished"])
@@ -142,22 +143,39 @@ def guard_warning(cut: Sequence[RunResult]) -> str | None:
             "so the comparison is not decided at equal expansions")  # fmt: skip
 
 
-def _offline_result(plan: ComparePlan, spec: RunSpec, path: Path, train_total: int) -> RunResult:
+def _offline_result(
+    plan: ComparePlan, spec: RunSpec, path: Path, train_total: int, sizes: Mapping[str, int | str]
+) -> RunResult:
     """HIPS-ε's run: no training searches (no curve); its hours are the offline training's."""
     rows = RunDirectory(path, ("seconds",)).read("learning")
     seconds = float(rows[-1]["seconds"]) if rows and rows[-1].get("seconds") else 0.0
-    tests, damaged = read_tests(plan, path.parent.parent, path)
+    tests, damaged = read_tests(plan, sizes, path)
     settings = tomllib.loads((path / "config.toml").read_text())
     return RunResult(spec, training_finished(path), tests, None, plan.train_count(spec, train_total), seconds / 3600,
                      None, settings, damaged=damaged)  # fmt: skip
 
 
-def read_tests(plan: ComparePlan, out: Path, run: Path) -> tuple[dict[str, TestResult], dict[str, str]]:
+def test_set_sizes(plan: ComparePlan, out: Path) -> dict[str, int | str]:
+    """The number of problems of each test set of the comparison in `out`, read once for all
+    runs; a set that cannot be read gives the reason instead."""
+    sizes: dict[str, int | str] = {}
+    for name, path in problem_files(plan, out).tests.items():
+        try:
+            sizes[name] = count_levels(path)
+        except SgpsError as error:
+            sizes[name] = str(error)
+    return sizes
+
+
+def read_tests(
+    plan: ComparePlan, sizes: Mapping[str, int | str], run: Path
+) -> tuple[dict[str, TestResult], dict[str, str]]:
     """The run's test records that are whole, summed up, and why each of the others is not counted.
 
     A record is counted only if it is exactly what the test procedure writes for the
-    comparison's test set (`sgps.training.testing.fault_in_test_record`): a cut,
-    duplicated, edited or unreadable record is named, never reported as a result.
+    comparison's test set of `sizes[name]` problems (`test_set_sizes`;
+    `sgps.training.testing.fault_in_test_record`): a cut, duplicated, edited or unreadable
+    record is named, never reported as a result.
     """
     tests, damaged = {}, {}
     for test in plan.tests:
@@ -169,10 +187,9 @@ def read_tests(plan: ComparePlan, out: Path, run: Path) -> tuple[dict[str, TestR
         except CheckpointError as error:
             damaged[test.name] = str(error)
             continue
-        try:
-            problems = count_levels(problem_files(plan, out).tests[test.name])
-        except SgpsError as error:
-            damaged[test.name] = f"{record}: its test set cannot be read ({error})"
+        problems = sizes[test.name]
+        if isinstance(problems, str):
+            damaged[test.name] = f"{record}: its test set cannot be read ({problems})"
             continue
         fault = fault_in_test_record(rows, problems, test.budget, test.rounds)
         if fault is None:

@@ -6,7 +6,6 @@ import contextlib
 import csv
 import dataclasses
 import functools
-import hashlib
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -16,7 +15,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from sgps.domains.levels import read_levels
+from sgps.domains.levels import read_levels, states_digest
 from sgps.errors import ConfigError
 from sgps.fileio import atomic_write_text
 from sgps.search.engine import SearchResult
@@ -184,8 +183,7 @@ def run_fingerprint(
         if (section, key) not in RESUME_OVERRIDES
     }
     for name, levels in (("train", train), ("validation", validation)):
-        digest = hashlib.sha256(repr([domain.encode(level) for level in levels]).encode())
-        fingerprint[f"problems.{name}"] = digest.hexdigest()
+        fingerprint[f"problems.{name}"] = states_digest(domain, levels)
     return fingerprint
 
 

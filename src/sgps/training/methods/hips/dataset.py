@@ -15,7 +15,6 @@ trajectory does not end at a goal, so every trajectory it returns is a true solu
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import multiprocessing
@@ -31,7 +30,7 @@ import numpy as np
 
 from sgps.domains.animation import trajectory
 from sgps.domains.base import Domain
-from sgps.domains.levels import Level
+from sgps.domains.levels import Level, states_digest
 from sgps.domains.registry import get_domain
 from sgps.domains.solver import default_state_cap, solve
 from sgps.errors import ConfigError, SgpsError
@@ -148,9 +147,9 @@ def solve_level(domain: Domain[Any], state: Any, max_states: int | None) -> dict
 
 def _journal_header(domain: Domain[Any], levels: Sequence[Level], max_states: int | None) -> dict[str, Any]:
     """What a journal must have been started with to be continued: the domain, the levels and the cap."""
-    encoded = repr([domain.encode(level.state) for level in levels]).encode()
-    return {"format": JOURNAL_FORMAT, "domain": domain.name, "levels": hashlib.sha256(encoded).hexdigest(),
-            "count": len(levels), "max_states": max_states}  # fmt: skip
+    digest = states_digest(domain, [level.state for level in levels])
+    return {"format": JOURNAL_FORMAT, "domain": domain.name, "levels": digest, "count": len(levels),
+            "max_states": max_states}  # fmt: skip
 
 
 def _read_journal(

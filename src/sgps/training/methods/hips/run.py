@@ -69,7 +69,7 @@ def resolve_settings(
                 values[key] = check_value("hips", key, value)
             except ConfigError as error:
                 raise ConfigError(f"{source}: {error}") from None
-    return HipsSettings(**validate_section("hips", dataclasses.asdict(HipsSettings(**values))))
+    return HipsSettings(**validate_section("hips", {**dataclasses.asdict(HipsSettings()), **values}))
 
 
 def model_config(settings: HipsSettings, observation_shape: tuple[int, int, int], num_actions: int) -> HipsConfig:
