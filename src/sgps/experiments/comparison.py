@@ -37,7 +37,7 @@ from sgps.experiments.problems import (
     write_problems,
 )
 from sgps.experiments.progress import ProgressDisplay
-from sgps.experiments.results import damaged_records, guard_cut_runs, guard_warning, load_results
+from sgps.experiments.results import damaged_warning, guard_cut_runs, guard_warning, load_results
 from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
 from sgps.experiments.tomlfile import dumps
 from sgps.fileio import atomic_write_text
@@ -80,13 +80,7 @@ class CompareOutcome:
         """Lines naming the finished runs whose training a guard (wall clock, iterations) cut, and the
         test records that are not counted (cut, duplicated, edited or unreadable)."""
         results = load_results(self.plan, self.out, self.train_total)
-        guard = guard_warning(guard_cut_runs(results))
-        lines = [] if guard is None else [guard]
-        damaged = damaged_records(results)
-        if damaged:
-            lines.append(f"test records not counted: {'; '.join(damaged)}; delete one and run sgps compare again "
-                         "to test anew")  # fmt: skip
-        return lines
+        return [line for line in (guard_warning(guard_cut_runs(results)), damaged_warning(results)) if line]
 
 
 def compare(

@@ -40,6 +40,7 @@ from sgps.experiments.results import (
     RunResult,
     TestResult,
     damaged_records,
+    damaged_warning,
     guard_cut_runs,
     guard_warning,
     load_results,
@@ -94,10 +95,8 @@ def write_report(out: Path) -> WrittenReport:
     path = out / "report.md"
     atomic_write_text(path, render_report(plan, results, markdown_label, search_time_only=search_time_only,
                                           changed_files=[path.relative_to(out) for path in changed]))  # fmt: skip
-    notes = []
-    damaged = damaged_records(results)
-    if damaged:
-        notes.append(f"test records not counted in {path}: {'; '.join(damaged)}")
+    damaged = damaged_warning(results)
+    notes = [] if damaged is None else [damaged]
     if changed:
         notes.append(f"{', '.join(map(str, changed))}: the levels differ from those the runs searched "
                      f"(digests in {files.digests}); {path} says so")  # fmt: skip

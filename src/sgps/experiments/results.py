@@ -129,6 +129,14 @@ def damaged_records(results: Sequence[RunResult]) -> list[str]:
     return [f"{r.spec.name}, test set {name}: {why}" for r in results for name, why in r.damaged.items()]
 
 
+def damaged_warning(results: Sequence[RunResult]) -> str | None:
+    """One line naming every test record that is not counted and what to do; None when there is none."""
+    damaged = damaged_records(results)
+    if not damaged:
+        return None
+    return f"test records not counted: {'; '.join(damaged)}; delete one and run sgps compare again to test anew"
+
+
 def guard_cut_runs(results: Sequence[RunResult]) -> list[RunResult]:
     """The finished runs whose training a guard ended (`RunResult.cut_by_guard`), in the plan's order."""
     return [result for result in results if result.finished and result.cut_by_guard]
