@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import math
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -382,10 +384,10 @@ def test_sgps_dataset_killed_and_run_again_writes_the_file_of_an_uninterrupted_r
     journal = tmp_path / "data.npz.journal"
     command = [sys.executable, "-m", "sgps", "dataset", "sokoban", "--problems", str(problems), "--out", str(out),
                "--workers", "2"]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     while process.poll() is None and (not journal.exists() or len(journal.read_text().splitlines()) < 4):
         time.sleep(0.05)
-    process.kill()  # as a machine that goes down would: no clean-up
+    os.killpg(process.pid, signal.SIGKILL)  # the command and its solver processes, as a machine going down would
     process.wait()
     if not out.exists():  # killed mid-way (a very fast machine may finish first)
         assert journal.exists() and not out.exists()
