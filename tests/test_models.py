@@ -63,6 +63,24 @@ def test_evaluator_gives_log_distributions_and_drives_a_search():
     assert result.solved
 
 
+def test_the_evaluator_sends_observations_where_the_network_is():
+    """Without a device named, the evaluator follows the network's weights: a flat network
+    on a GPU once received CPU observations (PHS*(π) failed at its first search on CUDA)."""
+    domain = get_domain("tsp")
+    level = domain.generate(0)
+    network = tiny_network(domain, level).to("meta")
+    assert NetworkEvaluator(domain, network).device.type == "meta"
+    assert NetworkEvaluator(domain, network, device="cpu").device.type == "cpu"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_flat_network_on_cuda_drives_a_search():
+    domain = get_domain("tsp")
+    level = domain.generate(0)
+    evaluator = NetworkEvaluator(domain, tiny_network(domain, level).to("cuda"))
+    assert search(domain, level, make_algorithm("phs"), evaluator, budget=20_000).solved
+
+
 def test_a_few_levin_updates_fit_a_solution_path():
     """Gradient steps on one solution raise the probability of its actions."""
     domain = get_domain("tsp")

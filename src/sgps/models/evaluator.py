@@ -22,10 +22,11 @@ class NetworkEvaluator:
     toggling the mode on every call keeps per-batch overhead low.
     """
 
-    def __init__(self, domain: Domain[Any], network: FlatNetwork, device: str | torch.device = "cpu") -> None:
+    def __init__(self, domain: Domain[Any], network: FlatNetwork, device: str | torch.device | None = None) -> None:
         self.domain = domain
         self.network = network
-        self.device = torch.device(device)
+        # Default: where the network's weights are, so that observations follow the network.
+        self.device = next(network.parameters()).device if device is None else torch.device(device)
 
     def __call__(self, states: Sequence[Any]) -> tuple[np.ndarray | None, np.ndarray | None]:
         observations = torch.from_numpy(self.domain.observe(states)).to(self.device)
