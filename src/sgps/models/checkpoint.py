@@ -106,7 +106,7 @@ def load_checkpoint(
     if CHECKSUM_KEY in metadata and metadata[CHECKSUM_KEY] != checksum(tensors):
         raise CheckpointError(f"{file}: damaged: its tensors do not match the checksum written with them")
     try:
-        network.load_state_dict({name: tensor.to(_device(network)) for name, tensor in tensors.items()})
+        network.load_state_dict({name: tensor.to(device_of(network)) for name, tensor in tensors.items()})
     except RuntimeError as error:
         raise CheckpointError(f"{file}: tensors do not fit the network ({error})") from None
     return metadata
@@ -176,5 +176,8 @@ def _difference(saved: str, expected: str) -> str:
     return "; ".join(changed) or "unrecognised fields"
 
 
-def _device(network: ConfiguredModule) -> torch.device:
-    return next(network.parameters()).device
+def device_of(module: torch.nn.Module) -> torch.device:
+    """Where a network's weights are: where loaded tensors go, and an evaluator's default
+    device, so that observations follow the network (a CPU default once fed CPU tensors to
+    a network on a GPU)."""
+    return next(module.parameters()).device

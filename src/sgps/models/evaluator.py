@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from sgps.domains.base import Domain
+from sgps.models.checkpoint import device_of
 from sgps.models.flat import FlatNetwork
 from sgps.models.subgoal import SubgoalModel
 
@@ -25,8 +26,7 @@ class NetworkEvaluator:
     def __init__(self, domain: Domain[Any], network: FlatNetwork, device: str | torch.device | None = None) -> None:
         self.domain = domain
         self.network = network
-        # Default: where the network's weights are, so that observations follow the network.
-        self.device = next(network.parameters()).device if device is None else torch.device(device)
+        self.device = device_of(network) if device is None else torch.device(device)
 
     def __call__(self, states: Sequence[Any]) -> tuple[np.ndarray | None, np.ndarray | None]:
         observations = torch.from_numpy(self.domain.observe(states)).to(self.device)
@@ -52,13 +52,13 @@ class SubgoalEvaluator:
         model: SubgoalModel,
         alpha: float,
         mixture: str = "geometric",
-        device: str | torch.device = "cpu",
+        device: str | torch.device | None = None,
     ) -> None:
         self.domain = domain
         self.model = model
         self.alpha = alpha
         self.mixture = mixture
-        self.device = torch.device(device)
+        self.device = device_of(model) if device is None else torch.device(device)
 
     def __call__(self, states: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         observations = torch.from_numpy(self.domain.observe(states)).to(self.device)
