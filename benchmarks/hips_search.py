@@ -4,9 +4,13 @@ Loads a `hips-eps` run directory and searches the first `--count` levels of a le
 file, one at a time in exact order with budget `--budget`, and prints, per level and in
 total: expansions, seconds per expansion, low-level steps per expansion (the π_low
 rollouts and the primitive children), and the share of the time spent validating
-subgoals by rollouts. One thread. Usage::
+subgoals by rollouts. One thread.
 
-    python benchmarks/hips_search.py RUN --problems FILE [--count 5] [--budget 200]
+`--prune both` searches every level twice, without and with the rollouts that the
+domain's invariants rule out (`Domain.may_reach`), and checks that both searches expand
+the same number of nodes and return the same plan, as they must. Usage::
+
+    python benchmarks/hips_search.py RUN --problems FILE [--count 5] [--budget 200] [--prune both]
 """
 
 from __future__ import annotations
@@ -42,30 +46,43 @@ def main() -> None:
     parser.add_argument("--problems", type=Path, required=True, help="level file")
     parser.add_argument("--count", type=int, default=5)
     parser.add_argument("--budget", type=int, default=200)
+    parser.add_argument("--prune", choices=("on", "off", "both"), default="on",
+                        help="skip rollouts the domain's invariants rule out (both: compare)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(1)
     levels = read_levels(args.problems).levels[: args.count]
     checkpoint = args.run / "checkpoints" / "latest.safetensors"
     domain, model, settings, device = load_run(args.run, checkpoint, levels[0].state)
-    children = TimedChildren(domain, model, epsilon=settings.epsilon, rollout_steps=settings.rollout_cap(domain.name),
-                             device=device)  # fmt: skip
+    modes = {"on": [True], "off": [False], "both": [False, True]}[args.prune]
+    searchers = {
+        prune: TimedChildren(domain, model, epsilon=settings.epsilon, rollout_steps=settings.rollout_cap(domain.name),
+                             device=device, prune=prune)  # fmt: skip
+        for prune in modes
+    }
     heuristic = HipsHeuristic(domain, model, device)
-    total_expanded = total_steps = 0
-    total_seconds = 0.0
-    print("level | status | expansions | s/expansion | steps/expansion")
+    totals = {prune: [0, 0, 0.0] for prune in modes}  # expansions, steps, seconds
+    print("level | pruned | status | expansions | s/expansion | steps/expansion")
     for level in levels:
-        started = time.perf_counter()
-        [result] = search_lockstep(domain, [level.state], make_algorithm("hips"), heuristic, budget=args.budget,
-                                   children=children)  # fmt: skip
-        seconds = time.perf_counter() - started
-        total_expanded += result.expanded
-        total_steps += result.domain_steps
-        total_seconds += seconds
-        print(f"{level.name} | {result.status} | {result.expanded} | {seconds / result.expanded:.4f} | "
-              f"{result.domain_steps / result.expanded:.1f}")  # fmt: skip
-    share = children.rollout_seconds / total_seconds
-    print(f"total: {total_expanded} expansions, {total_seconds / total_expanded:.4f} s/expansion, "
-          f"{total_steps / total_expanded:.1f} steps/expansion, rollouts {share:.0%} of the time")  # fmt: skip
+        outcomes = []
+        for prune, children in searchers.items():
+            started = time.perf_counter()
+            [result] = search_lockstep(domain, [level.state], make_algorithm("hips"), heuristic, budget=args.budget,
+                                       children=children)  # fmt: skip
+            seconds = time.perf_counter() - started
+            totals[prune][0] += result.expanded
+            totals[prune][1] += result.domain_steps
+            totals[prune][2] += seconds
+            outcomes.append((result.status, result.expanded, tuple(result.actions or ())))
+            print(f"{level.name} | {'yes' if prune else 'no'} | {result.status} | {result.expanded} | "
+                  f"{seconds / result.expanded:.4f} | {result.domain_steps / result.expanded:.1f}")  # fmt: skip
+        if len(set(outcomes)) > 1:
+            raise SystemExit(f"{level.name}: the pruned search differs from the unpruned one: {outcomes}")
+    for prune, (expanded, steps, seconds) in totals.items():
+        share = searchers[prune].rollout_seconds / seconds
+        print(f"total ({'pruned' if prune else 'not pruned'}): {expanded} expansions, {seconds / expanded:.4f} "
+              f"s/expansion, {steps / expanded:.1f} steps/expansion, rollouts {share:.0%} of the time")  # fmt: skip
+    if len(modes) == 2:
+        print("the searches with and without pruning expanded the same nodes and returned the same plans")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ from sgps.domains.generation import generate_levels
 from sgps.domains.levels import read_levels, write_levels
 from sgps.domains.solver import solve
 from sgps.errors import ConfigError
-from sgps.models.hips import HipsConfig, HipsModel, discretise, with_empty_channel
+from sgps.models.checkpoint import architecture, recorded_architecture, save_checkpoint
+from sgps.models.hips import CellClasses, HipsConfig, HipsModel, cell_patterns
 from sgps.search import Edge, hips_cost, make_algorithm, search_lockstep
 from sgps.search.engine import BestFirstSearch
 from sgps.search.evaluators import DomainHeuristic
@@ -150,6 +151,7 @@ class ScriptedModel:
 
     def __init__(self, subgoals: list[np.ndarray], action: int, num_actions: int) -> None:
         self.subgoals, self.action, self.num_actions = subgoals, action, num_actions
+        self.cells = CellClasses(subgoals[0].shape[0])
         self.generator = self
         self.prior = self._prior
 
@@ -158,7 +160,7 @@ class ScriptedModel:
 
     def subgoal_logits(self, observations: torch.Tensor) -> torch.Tensor:
         stacked = torch.from_numpy(np.stack(self.subgoals)).float()
-        return (10.0 * with_empty_channel(stacked)).unsqueeze(0)
+        return (10.0 * self.cells.encode(stacked)).unsqueeze(0)
 
     def low_logits(self, states: torch.Tensor, subgoals: torch.Tensor) -> torch.Tensor:
         logits = torch.zeros(len(states), self.num_actions)
@@ -190,8 +192,33 @@ def test_a_subgoal_is_kept_only_when_a_rollout_reaches_it_exactly(tsp):
     primitive = edges[-tsp.num_actions :]
     assert [e.actions for e in primitive] == [(a,) for a in range(tsp.num_actions)]
     assert sum(math.exp(e.log_prob) for e in primitive) == pytest.approx(1e-3)
-    # one step to the reached subgoal, at most 5 for the failed rollout, one per primitive child
-    assert 1 + tsp.num_actions < steps <= 1 + 5 + tsp.num_actions
+    # one step to the reached subgoal, one per primitive child; the empty board (no agent)
+    # is ruled out by TSP's invariants, so it gets no rollout ...
+    assert steps == 1 + tsp.num_actions
+    # ... which it would have had, for nothing, without them: the same edges, more steps
+    unpruned = HybridChildren(tsp, model, epsilon=1e-3, rollout_steps=5, device=torch.device("cpu"), prune=False)
+    edges_unpruned, steps_unpruned = unpruned.expand(level)
+    assert [(tsp.key(e.state), e.actions, e.log_prob) for e in edges_unpruned] == [
+        (tsp.key(e.state), e.actions, e.log_prob) for e in edges
+    ]
+    assert 1 + tsp.num_actions < steps_unpruned <= 1 + 5 + tsp.num_actions
+
+
+def test_a_rollout_stops_once_its_subgoal_is_out_of_reach(tsp):
+    # . . . . .
+    # o . @ . o    the subgoal: the agent one cell up; π_low walks left into a city, which
+    # . . . . .    the subgoal shows unvisited: no rollout can reach it from there
+    level = tsp.parse([3, 5, 0, 0, 0, 0, 0, 3, 0, 1, 0, 3, 0, 0, 0, 0, 0])
+    up, left = 0, 3
+    subgoal = tsp.observe([tsp.step(level, up)])[0]
+    model = ScriptedModel([subgoal], left, tsp.num_actions)
+    steps = {}
+    for prune in (True, False):
+        children = HybridChildren(tsp, model, epsilon=1e-3, rollout_steps=5, device=torch.device("cpu"), prune=prune)
+        edges, steps[prune] = children.expand(level)
+        assert len(edges) == tsp.num_actions  # the subgoal is not reached either way
+    # pruned: stopped on entering the city (2 steps); else it bumps into the edge and stops on a repeat (3)
+    assert steps == {True: 2 + tsp.num_actions, False: 3 + tsp.num_actions}
 
 
 def test_with_every_subgoal_invalid_the_search_still_solves_through_primitive_actions(tsp):
@@ -208,10 +235,50 @@ def test_with_every_subgoal_invalid_the_search_still_solves_through_primitive_ac
         assert tsp.is_goal(state)
 
 
-def test_discretise_inverts_the_empty_channel():
+def test_decoding_inverts_the_cell_classes_of_one_hot_or_empty_cells():
     observations = torch.zeros(2, 3, 2, 2)
     observations[0, 1, 0, 0] = observations[1, 2, 1, 1] = observations[1, 0, 0, 1] = 1
-    assert torch.equal(discretise(5.0 * with_empty_channel(observations)), observations)
+    cells = CellClasses(3)
+    encoded = cells.encode(observations)
+    assert encoded.shape == (2, 4, 2, 2) and torch.equal(encoded.sum(dim=1), torch.ones(2, 2, 2))
+    assert torch.equal(cells.decode(5.0 * encoded), observations)
+
+
+def sokoban_trajectory_observations() -> np.ndarray:
+    """Compact Sokoban observations along a solution: boxes end on goals (box and goal channels in one cell)."""
+    sokoban = get_domain("sokoban")
+    level = sokoban.generate(3, size=7, boxes=2)
+    states = [level]
+    for action in solve(sokoban, level).actions:
+        states.append(sokoban.step(states[-1], action))
+    return sokoban.observe(states)
+
+
+def test_multi_channel_cells_are_classes_of_their_own_and_decode_exactly():
+    observations = sokoban_trajectory_observations()
+    patterns = cell_patterns([observations])
+    assert (2, 3) in patterns and set(patterns) <= {(0, 3), (2, 3)}  # box on goal (and agent on goal)
+    cells = CellClasses(4, patterns)
+    encoded = cells.encode(torch.from_numpy(observations))
+    assert encoded.shape[1] == 4 + 1 + len(patterns)
+    assert torch.equal(encoded.sum(dim=1), torch.ones(encoded.shape[0], *encoded.shape[2:]))  # one class per cell
+    # the final state (every box on a goal) is a subgoal the decoder can propose
+    assert torch.equal(cells.decode(3.0 * encoded), torch.from_numpy(observations))
+    # without the patterns (the first runs) it is not: a box on a goal decodes to one channel
+    assert not torch.equal(CellClasses(4).decode(CellClasses(4).encode(torch.from_numpy(observations))),
+                           torch.from_numpy(observations))  # fmt: skip
+
+
+def test_cell_patterns_are_in_the_checkpoint_and_absent_from_older_ones(tmp_path):
+    base = {"channels": 4, "blocks": 1, "codebook_size": 3, "code_dim": 8, "vq_channels": 4, "vq_blocks": 1}
+    plain = HipsModel(HipsConfig((4, 5, 5), 4, **base))
+    assert "cell_patterns" not in architecture(plain)  # a run trained before the patterns still loads
+    patterned = HipsModel(HipsConfig((4, 5, 5), 4, **base, cell_patterns=((0, 3), (2, 3))))
+    assert patterned.generator.shape == (7, 5, 5)
+    save_checkpoint(tmp_path / "model.safetensors", patterned)
+    assert recorded_architecture(tmp_path / "model.safetensors")["cell_patterns"] == [[0, 3], [2, 3]]
+    with pytest.raises(ValueError, match="cell pattern"):
+        HipsConfig((4, 5, 5), 4, **base, cell_patterns=((3, 0),))
 
 
 def test_model_shapes():

@@ -141,6 +141,18 @@ class Domain(ABC, Generic[S]):
         """
         return self.key(state)
 
+    def may_reach(self, starts: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """False where no action sequence leads from a state observed as starts[i] to one observed as goals[i].
+
+        `starts` and `goals` are [B, C, H, W] observations in this domain's `observe`
+        form (goals may be any one-hot-or-empty grids, e.g. decoded subgoals); the
+        answer is a boolean [B]. It is a necessary condition only: True promises
+        nothing, but False must be certain, because HIPS-ε drops the subgoals it rejects
+        without rolling out towards them. Domains build it from invariants of their
+        rules (`sgps.domains.invariants`); the default knows none and rejects nothing.
+        """
+        return np.ones(len(starts), dtype=bool)
+
     def heuristic(self, state: S) -> float:
         """An admissible lower bound on the cost to a goal (0 when none is cheap).
 

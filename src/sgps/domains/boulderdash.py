@@ -57,6 +57,7 @@ from sgps.domains.base import (
     split_level,
     stack_grids,
 )
+from sgps.domains.invariants import count, only_cleared, only_set, unchanged
 from sgps.domains.render import Sprite, draw_cells
 from sgps.errors import LevelFormatError
 
@@ -224,6 +225,31 @@ class BoulderDash(Domain[BoulderDashState]):
         if DIAMOND_FALLING in state.grid:
             return (state.grid, state.gems)
         return (state.grid.translate(_DIRT_TO_EMPTY), state.gems)
+
+    def may_reach(self, starts: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """What the rules never undo: steel, the exit's cell and each gate's cell stay; dirt, brick walls, keys
+        and closed gates only vanish; diamonds are never made; explosions never clear; at most one agent.
+
+        Channels are the visible ones (`VISIBLE_CHANNEL`).
+        """
+        channel = VISIBLE_CHANNEL
+        gates = [(int(channel[closed]), int(channel[opened])) for closed, opened in zip(CLOSED_GATES, OPEN_GATES,
+                                                                                      strict=True)]  # fmt: skip
+        keep = unchanged(starts, goals, (channel[STEEL_WALL],)) & unchanged(
+            starts, goals, (channel[EXIT_CLOSED], channel[EXIT_OPEN], channel[AGENT_IN_EXIT])
+        )
+        for gate in gates:
+            keep &= unchanged(starts, goals, gate)
+        vanishing = (channel[DIRT], channel[BRICK_WALL], *(channel[key] for key in KEYS), *(c for c, _ in gates))
+        for plane in vanishing:
+            keep &= only_cleared(starts, goals, (plane,))
+        diamonds, agent = (channel[DIAMOND],), (channel[AGENT], channel[AGENT_IN_EXIT])
+        return (
+            keep
+            & only_set(starts, goals, (channel[EXPLOSION],))
+            & (count(goals, diamonds) <= count(starts, diamonds))
+            & (count(goals, agent) <= 1)
+        )
 
     def heuristic(self, state: BoulderDashState) -> float:
         """Admissible: each action moves at most two cells (a gate jump) and collects at most one diamond."""

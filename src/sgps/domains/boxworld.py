@@ -39,6 +39,7 @@ from sgps.domains.base import (
     split_level,
     stack_grids,
 )
+from sgps.domains.invariants import count, only_cleared, unchanged
 from sgps.domains.render import Sprite, draw_cells
 from sgps.errors import LevelFormatError
 
@@ -159,6 +160,15 @@ class BoxWorld(Domain[BoxWorldState]):
 
     def is_goal(self, state: BoxWorldState) -> bool:
         return state.inventory == GEM
+
+    def may_reach(self, starts: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """Walls stay, one agent, and coloured cells (keys, boxes, the gem) only ever vanish from the board."""
+        board = (slice(1, -1), slice(1, -1))  # the held key shows in a corner of the border, outside it
+        return (
+            unchanged(starts, goals, (WALL,))
+            & (count(goals, (AGENT,)) == 1)
+            & only_cleared(starts, goals, range(GEM + 1), board)
+        )
 
     def heuristic(self, state: BoxWorldState) -> float:
         """Manhattan distance to the gem box's lock, which the agent must step on."""

@@ -37,6 +37,7 @@ from sgps.domains.base import (
     split_level,
     stack_grids,
 )
+from sgps.domains.invariants import count, only_cleared, unchanged
 from sgps.domains.render import Sprite, draw_cells
 from sgps.errors import LevelFormatError
 
@@ -215,6 +216,16 @@ class CraftWorld(Domain[CraftWorldState]):
 
     def is_goal(self, state: CraftWorldState) -> bool:
         return state.inventory[state.board.extra] > 0
+
+    def may_reach(self, starts: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """Walls and stations stay, one agent, and nothing is ever put on the board: its items only vanish."""
+        board = (slice(2, -2), slice(2, -2))  # the inventory shows in row 0, outside it
+        return (
+            unchanged(starts, goals, (WALL,))
+            & unchanged(starts, goals, sorted(STATIONS))
+            & (count(goals, (AGENT,)) == 1)
+            & only_cleared(starts, goals, range(WATER, EMPTY), board)
+        )
 
     def heuristic(self, state: CraftWorldState) -> float:
         """Use actions still needed (recipe tree, ignoring the grid) plus the walk to the next object.

@@ -40,6 +40,7 @@ from sgps.domains.base import (
     split_level,
     stack_grids,
 )
+from sgps.domains.invariants import count, unchanged
 from sgps.domains.render import Sprite, draw_cells
 from sgps.errors import LevelFormatError
 
@@ -160,6 +161,19 @@ class Sokoban(Domain[SokobanState]):
 
     def is_goal(self, state: SokobanState) -> bool:
         return GOAL not in state.grid and AGENT_ON_GOAL not in state.grid
+
+    def may_reach(self, starts: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """Walls and goals never move, boxes are neither made nor lost, and there is one agent."""
+        if self.observation == "compact":  # agent 0, wall 1, box 2, goal 3 (set under a box or the agent too)
+            agent, walls, goal_cells, boxes = (0,), (1,), (3,), (2,)
+        else:  # one channel per code; the agent on a goal also sets the goal channel
+            agent, walls, goal_cells, boxes = (AGENT, AGENT_ON_GOAL), (WALL,), (GOAL, BOX_ON_GOAL), (BOX, BOX_ON_GOAL)
+        return (
+            unchanged(starts, goals, walls)
+            & unchanged(starts, goals, goal_cells)
+            & (count(goals, boxes) == count(starts, boxes))
+            & (count(goals, agent) == 1)
+        )
 
     def heuristic(self, state: SokobanState) -> float:
         """Sum over boxes of the fewest pushes to any goal, ignoring the other boxes.

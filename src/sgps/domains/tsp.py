@@ -33,6 +33,7 @@ from sgps.domains.base import (
     split_level,
     stack_grids,
 )
+from sgps.domains.invariants import count, only_cleared, only_set, unchanged
 from sgps.domains.render import Sprite, draw_cells
 from sgps.errors import LevelFormatError
 
@@ -135,6 +136,17 @@ class Tsp(Domain[TspState]):
 
     def is_goal(self, state: TspState) -> bool:
         return state.remaining == 0 and state.agent == state.start
+
+    def may_reach(self, starts: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """Walls and cities stay where they are, a visited city stays visited, the start city once chosen stays
+        the start, and there is one agent."""
+        return (
+            unchanged(starts, goals, (WALL,))
+            & unchanged(starts, goals, (CITY, VISITED, START, AGENT_AT_CITY, AGENT_AT_START))
+            & only_cleared(starts, goals, (CITY,))
+            & only_set(starts, goals, (START, AGENT_AT_START))
+            & (count(goals, (AGENT, AGENT_AT_CITY, AGENT_AT_START)) == 1)
+        )
 
     def heuristic(self, state: TspState) -> float:
         """A consistent lower bound from shortest-path distances D on the grid.

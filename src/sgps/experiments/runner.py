@@ -32,7 +32,7 @@ from sgps.experiments.launchers import Launched, Launcher, LocalLauncher
 from sgps.experiments.plan import ComparePlan, RunSpec, TestSet
 from sgps.experiments.problems import ProblemFiles
 from sgps.experiments.progress import ProgressDisplay
-from sgps.experiments.runstate import loop_state, test_csv, training_finished, training_progress
+from sgps.experiments.runstate import journalled_attempts, loop_state, test_csv, training_finished, training_progress
 
 POLL_SECONDS = 0.5
 WAITING, DONE, PAUSED, FAILED = "waiting", "done", "paused", "failed"
@@ -200,6 +200,9 @@ class Scheduler:
         return [head, *(f"  {job.run.name}: {self._describe(job)}" for job in running)]
 
     def _describe(self, job: Job) -> str:
+        if job.status.startswith("testing "):
+            done = journalled_attempts(job.path, job.status.removeprefix("testing "))
+            return f"{job.status}, {done} attempts done" if done else job.status
         if job.status != "training":
             return job.status
         progress = training_progress(job.path)

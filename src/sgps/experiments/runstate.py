@@ -86,6 +86,15 @@ def test_csv(run: Path, test: str) -> Path:
     return run / "metrics" / f"test-{test}.csv"
 
 
+def journalled_attempts(run: Path, test: str) -> int:
+    """Attempts journalled so far by the unfinished test of test set `test` (`sgps.training.testing.AttemptJournal`)."""
+    try:
+        text = (run / "metrics" / f"test-{test}.csv.partial").read_text(errors="replace")
+    except FileNotFoundError:
+        return 0
+    return max(text.count("\n") - 2, 0)  # the identity and the header; a cut last row has no newline yet
+
+
 def training_progress(run: Path) -> RunProgress | None:
     """The pass, budget and outstanding count after the run's last logged batch, if it logged one."""
     outstanding = last_row(run / "metrics" / "outstanding.csv")

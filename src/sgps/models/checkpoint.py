@@ -49,8 +49,39 @@ class ConfiguredModule(Protocol):
 
 
 def architecture(network: ConfiguredModule) -> str:
-    """The canonical JSON description of `network`'s architecture."""
-    return json.dumps({"class": type(network).__name__, **dataclasses.asdict(network.config)}, sort_keys=True)
+    """The canonical JSON description of `network`'s architecture.
+
+    A config field marked ``omit_when_default`` in its metadata (one added after
+    checkpoints were written, whose default builds the network those checkpoints hold)
+    is left out while it has its default, so that those checkpoints still load.
+    """
+    config = network.config
+    fields = dataclasses.asdict(config)
+    for field in dataclasses.fields(config):
+        if field.metadata.get("omit_when_default") and getattr(config, field.name) == field.default:
+            del fields[field.name]
+    return json.dumps({"class": type(network).__name__, **fields}, sort_keys=True)
+
+
+def recorded_architecture(path: str | Path) -> dict[str, Any]:
+    """The architecture fields a checkpoint records, read from its header before a network is built for it."""
+    file = Path(path)
+    try:
+        with open(file, "rb") as handle:
+            head = handle.read(8)
+            size = int.from_bytes(head, "little") if len(head) == 8 else -1
+            if not 0 < size <= HEADER_ALLOWANCE:
+                raise ValueError("no safetensors header")
+            described = json.loads(_metadata(head + handle.read(size))[ARCHITECTURE_KEY])
+    except FileNotFoundError:
+        raise CheckpointError(f"{file}: no such checkpoint file") from None
+    except OSError as error:
+        raise CheckpointError(f"{file}: cannot read the checkpoint ({error.strerror})") from None
+    except (KeyError, ValueError) as error:
+        raise CheckpointError(f"{file}: not a readable sgps checkpoint ({error})") from None
+    if not isinstance(described, dict):
+        raise CheckpointError(f"{file}: not a readable sgps checkpoint (its architecture is not a table)")
+    return described
 
 
 def checksum(tensors: dict[str, torch.Tensor]) -> str:

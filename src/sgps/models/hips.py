@@ -12,17 +12,23 @@
 - the distance heuristic: a `FlatNetwork` with a heuristic head only, regressing the
   number of low-level steps left.
 
-HIPS-ε's subgoals are concrete states, so the VQ-VAE reconstructs whole observations.
-Some domains leave cells with no channel set (the floor of Sokoban, Box-World), which a
-per-cell softmax cannot produce; every HIPS network therefore reads observations with
-one channel added, "no channel set" (`with_empty_channel`), which makes every cell
-categorical: a decoded subgoal is the argmax channel of each cell (`discretise`).
+HIPS-ε's subgoals are concrete states, so the VQ-VAE reconstructs whole observations,
+and a decoded subgoal must be able to equal a real observation cell for cell. Every
+HIPS network therefore reads each cell as one of V *cell classes* (`CellClasses`): each
+observation channel alone, "no channel set" (the floor of Sokoban, Box-World), and the
+multi-channel patterns the domain's observations hold (compact Sokoban's box on a goal
+sets the box and the goal channels). The decoder's per-cell softmax is over these
+classes, and a decoded subgoal is the argmax class's channels in each cell. Without the
+patterns (the first HIPS-ε runs), a box on a goal could never be proposed: an argmax
+over single channels cannot set two.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -44,31 +50,74 @@ class HipsConfig:
     vq_channels: int = 64
     vq_blocks: int = 2
     horizon: int = 10  # H: how far ahead the detector may end a segment
+    #: The multi-channel cells of the domain's observations, each as its sorted channels
+    #: (`cell_patterns`); recorded in the architecture only when there are some, so that
+    #: checkpoints written before the patterns existed still load (and behave as they did).
+    cell_patterns: tuple[tuple[int, ...], ...] = field(default=(), metadata={"omit_when_default": True})
 
     def __post_init__(self) -> None:
         if self.codebook_size < 1 or self.code_dim < 1 or self.horizon < 1:
             raise ValueError("codebook_size, code_dim and horizon must be at least 1")
         if self.channels < 1 or self.blocks < 0 or self.vq_channels < 1 or self.vq_blocks < 0:
             raise ValueError("channels must be positive and blocks non-negative")
+        object.__setattr__(self, "cell_patterns", tuple(tuple(int(c) for c in p) for p in self.cell_patterns))
+        for pattern in self.cell_patterns:
+            if len(pattern) < 2 or list(pattern) != sorted(set(pattern)) or pattern[-1] >= self.observation_shape[0]:
+                raise ValueError(f"a cell pattern names two or more distinct observation channels in order, "
+                                 f"not {pattern}")  # fmt: skip
 
     @property
     def input_shape(self) -> tuple[int, int, int]:
-        """Observation shape with the "no channel set" channel added."""
+        """Observation shape with one channel per cell class (`CellClasses`)."""
         c, h, w = self.observation_shape
-        return (c + 1, h, w)
+        return (c + 1 + len(self.cell_patterns), h, w)
 
 
-def with_empty_channel(observations: torch.Tensor) -> torch.Tensor:
-    """[B, C, H, W] one-hot-or-empty cells -> [B, C + 1, H, W] with channel C set where no other is."""
-    empty = (1.0 - observations.sum(dim=1, keepdim=True)).clamp(min=0.0)
-    return torch.cat([observations, empty], dim=1)
+def cell_patterns(observations: Iterable[np.ndarray]) -> tuple[tuple[int, ...], ...]:
+    """The distinct multi-channel cells of observations [B, C, H, W], each as its channels, in sorted order."""
+    found: set[tuple[int, ...]] = set()
+    for batch in observations:
+        cells = batch.transpose(0, 2, 3, 1).reshape(-1, batch.shape[1]) != 0
+        multi = np.unique(cells[cells.sum(axis=1) > 1], axis=0)
+        found.update(tuple(int(c) for c in np.flatnonzero(row)) for row in multi)
+    return tuple(sorted(found))
 
 
-def discretise(logits: torch.Tensor) -> torch.Tensor:
-    """Decoder logits [..., C + 1, H, W] -> the concrete observation [..., C, H, W] (argmax per cell)."""
-    channels = logits.shape[-3]
-    one_hot = torch.nn.functional.one_hot(logits.argmax(dim=-3), channels).movedim(-1, -3)
-    return one_hot[..., :-1, :, :].to(logits.dtype)
+class CellClasses(nn.Module):
+    """Observation cells as V = C + 1 + P classes: channel c alone (class c), none (class C), pattern p (C + 1 + p).
+
+    `encode` turns observations [B, C, H, W] into the networks' one-hot input
+    [B, V, H, W]; `decode` turns per-cell class logits back into the concrete observation
+    of the argmax classes. A multi-channel cell that is none of the patterns encodes to
+    no class at all (all zeros), so it can be read but never proposed.
+    """
+
+    def __init__(self, channels: int, patterns: tuple[tuple[int, ...], ...] = ()) -> None:
+        super().__init__()
+        self.patterns = patterns
+        table = torch.zeros(channels + 1 + len(patterns), channels)
+        table[:channels] = torch.eye(channels)
+        for row, pattern in enumerate(patterns, start=channels + 1):
+            table[row, list(pattern)] = 1.0
+        self.register_buffer("table", table, persistent=False)  # the class -> channels of `decode`
+
+    def encode(self, observations: torch.Tensor) -> torch.Tensor:
+        """[B, C, H, W] one-hot-or-empty (or pattern) cells -> [B, V, H, W] one-hot classes."""
+        set_channels = observations.sum(dim=1, keepdim=True)
+        if not self.patterns:  # exactly the encoding of the first runs
+            return torch.cat([observations, (1.0 - set_channels).clamp(min=0.0)], dim=1)
+        single = observations * (set_channels == 1)
+        classes = [single, (set_channels == 0).to(observations.dtype)]
+        for pattern in self.patterns:
+            matches = (observations[:, list(pattern)].sum(dim=1, keepdim=True) == len(pattern)) & (
+                set_channels == len(pattern)
+            )
+            classes.append(matches.to(observations.dtype))
+        return torch.cat(classes, dim=1)
+
+    def decode(self, logits: torch.Tensor) -> torch.Tensor:
+        """Per-cell class logits [..., V, H, W] -> the concrete observation [..., C, H, W] of the argmax classes."""
+        return self.table.to(logits.dtype)[logits.argmax(dim=-3)].movedim(-1, -3)
 
 
 class SegmentDetector(nn.Module):
@@ -113,6 +162,7 @@ class HipsModel(nn.Module):
     def __init__(self, config: HipsConfig) -> None:
         super().__init__()
         self.config = config
+        self.cells = CellClasses(config.observation_shape[0], config.cell_patterns)
         c, h, w = config.input_shape
         self.detector = SegmentDetector(config.input_shape, config.channels, config.blocks)
         self.low = FlatNetwork(

@@ -42,16 +42,25 @@ def search(
 
 
 def run_lockstep(
-    searches: Sequence[BestFirstSearch[Any]], evaluator: Evaluator, on_finished: Callable[[int], None] | None = None
+    searches: Sequence[BestFirstSearch[Any]],
+    evaluator: Evaluator,
+    on_finished: Callable[[int], None] | None = None,
+    on_result: Callable[[int, SearchResult], None] | None = None,
 ) -> list[SearchResult]:
     """Advance every unfinished search to its next request and evaluate all requests as one batch.
 
     With searches in exact mode (batch size 1) each search follows exactly the order
     it would follow alone, while the evaluator sees batches of up to N x |A| states.
     Results come back in input order. `on_finished(count)` is told how many searches
-    have finished whenever that number grows (a progress display).
+    have finished whenever that number grows (a progress display); `on_result(index,
+    result)` gets each search's result as soon as it finishes (e.g. to journal it).
     """
     active = [s for s in searches if not s.done]
+    if on_result is not None:
+        index_of = {id(s): i for i, s in enumerate(searches)}
+        for s in searches:
+            if s.done:
+                on_result(index_of[id(s)], s.result)
     while active:
         requests = [(s, s.advance()) for s in active]
         requests = [(s, states) for s, states in requests if states]
@@ -64,6 +73,10 @@ def run_lockstep(
                 s.receive(_rows(log_policy, start, end), _rows(heuristic, start, end))
                 start = end
         running = len(active)
+        if on_result is not None:
+            for s in active:
+                if s.done:
+                    on_result(index_of[id(s)], s.result)
         active = [s for s in active if not s.done]
         if on_finished is not None and len(active) < running:
             on_finished(len(searches) - len(active))
@@ -81,15 +94,16 @@ def search_lockstep(
     record_graph: bool = False,
     children: ChildGenerator[Any] | None = None,
     on_finished: Callable[[int], None] | None = None,
+    on_result: Callable[[int, SearchResult], None] | None = None,
 ) -> list[SearchResult]:
     """Search every root in lockstep (exact order per search, one evaluator batch per round).
 
     `children`: expand through this generator (`sgps.search.children`) instead of one child per action.
-    `on_finished`: as in `run_lockstep`.
+    `on_finished`, `on_result`: as in `run_lockstep`.
     """
     options = {"budget": budget, "epsilon": epsilon, "record_graph": record_graph, "children": children}
     searches = [BestFirstSearch(domain, root, algorithm, **options) for root in roots]
-    return run_lockstep(searches, evaluator, on_finished)
+    return run_lockstep(searches, evaluator, on_finished, on_result)
 
 
 def _rows(values: np.ndarray | None, start: int, end: int) -> np.ndarray | None:

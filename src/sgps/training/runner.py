@@ -28,7 +28,7 @@ from sgps.training.ray_pool import RaySearchPool, check_executor, cluster_cpus, 
 from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, split_problems
 from sgps.training.tensorboard import TensorBoardLog, require_tensorboard
-from sgps.training.testing import TestProgress, TestSummary, run_test
+from sgps.training.testing import TestProgress, TestSummary, attempt_identity, run_test
 from sgps.version import sgps_version
 
 
@@ -266,7 +266,8 @@ def test(
     levels.observation_shape()
     states = levels.states()
     method = build_method(levels.domain, states[0], config)
-    method.load_model(checkpoint_path(run, checkpoint))
+    model_file = checkpoint_path(run, checkpoint)
+    method.load_model(model_file)
     with contextlib.ExitStack() as stack:
         search_batch = None
         if executor == "ray":
@@ -281,6 +282,9 @@ def test(
             rounds=rounds,
             epsilon=config.bootstrap.epsilon,
             csv_path=run / "metrics" / f"test-{problems.stem}.csv",
+            identity=attempt_identity(
+                model_file, problems, budget=budget, rounds=rounds, epsilon=config.bootstrap.epsilon
+            ),
             search_batch=search_batch,
             progress=progress,
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import hashlib
 import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -90,6 +91,71 @@ class TestSummary:
                 f"low-level steps {self.total_domain_steps:,}")  # fmt: skip
 
 
+def attempt_identity(checkpoint: Path, problems: Path, *, budget: int, rounds: int, epsilon: float) -> str:
+    """What a test's attempts depend on: the checkpoint's and the level file's bytes, budget, rounds and ε.
+
+    A journal of attempts (`AttemptJournal`) is resumed only by a test of the same identity.
+    """
+    digest = hashlib.sha256()
+    for path in (checkpoint, problems):
+        with open(path, "rb") as handle:
+            digest.update(hashlib.file_digest(handle, "sha256").digest())
+    digest.update(f"budget={budget};rounds={rounds};epsilon={epsilon!r}".encode())
+    return digest.hexdigest()
+
+
+class AttemptJournal:
+    """The attempts of a test in progress, one CSV row each as soon as its search finishes.
+
+    `run_test` keeps it beside the record it will write (``metrics/test-NAME.csv.partial``),
+    so that a long test shows its progress in the run folder, and a test interrupted
+    (a session ending, a kill) goes on where it stopped: run again with the same
+    identity (`attempt_identity`), its journalled attempts are kept and only the others are
+    searched. The first line names the identity; a journal of another identity is
+    discarded. A row cut by a kill is ignored. When the test ends, the whole record is
+    written in exact order and the journal removed.
+    """
+
+    def __init__(self, path: Path, identity: str) -> None:
+        self.path = path
+        self.identity = identity
+
+    def resume(self) -> dict[tuple[int, int], list[str]]:
+        """The journalled attempts, (round, problem) -> row; starts a fresh journal if there are none to keep."""
+        kept: dict[tuple[int, int], list[str]] = {}
+        try:
+            lines = self.path.read_text(encoding="utf-8").split("\n")
+        except (FileNotFoundError, UnicodeDecodeError):
+            lines = []
+        if lines[:2] == [f"# {self.identity}", ",".join(TEST_COLUMNS)]:
+            for row in csv.reader(lines[2:-1]):  # the last piece has no newline yet: possibly cut
+                if len(row) == len(TEST_COLUMNS):
+                    kept[(int(row[0]), int(row[1]))] = row
+        atomic_write_text(self.path, "".join(self._line(row) for row in [[f"# {self.identity}"], list(TEST_COLUMNS),
+                                                                         *kept.values()]))  # fmt: skip
+        return kept
+
+    def append(self, row: Sequence[Any]) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(self._line(row))
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    @staticmethod
+    def _line(row: Sequence[Any]) -> str:
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerow(row)
+        return buffer.getvalue()
+
+
+def _row(round_number: int, problem: int, budget: int, result: SearchResult) -> list[str]:
+    """The test record's row (`TEST_COLUMNS`) of one attempt."""
+    values = [round_number, problem, int(result.solved), result.expanded, result.generated,
+              result.length if result.solved else "", budget, f"{result.seconds:.4f}", result.domain_steps]  # fmt: skip
+    return [str(value) for value in values]
+
+
 def run_test(
     domain: Domain[Any],
     levels: Sequence[Any],
@@ -100,6 +166,7 @@ def run_test(
     rounds: int = 1,
     epsilon: float = 0.01,
     csv_path: Path | None = None,
+    identity: str | None = None,
     search_batch: Callable[[Sequence[Any], int], list[SearchResult]] | None = None,
     children: ChildGenerator[Any] | None = None,
     progress: TestProgress | None = None,
@@ -109,51 +176,102 @@ def run_test(
     The CSV has a row per attempt; its `steps` column counts the primitive transitions
     the search computed (`SearchResult.domain_steps`), the measure of effort that
     compares HIPS-ε, whose budget does not count its rollouts, with the other searches.
+    With `identity` (`attempt_identity`) the attempts are journalled as they finish and an
+    interrupted test of the same identity resumes (`AttemptJournal`).
 
     `search_batch(levels, budget)`: where a round's searches run (e.g. Ray actors holding
-    the same model); None searches in this process, in lockstep with `evaluator`, expanding
-    through `children` when given (HIPS-ε's hybrid children), and tells `progress`
-    (round, budget, searches finished, searches in the round) as searches finish.
+    the same model; journalled a round at a time); None searches in this process, in
+    lockstep with `evaluator`, expanding through `children` when given (HIPS-ε's hybrid
+    children), and tells `progress` (round, budget, searches finished, searches in the
+    round) as searches finish.
     """
-    rows = []
-    solved: dict[int, tuple[int, int]] = {}  # problem -> (expansions, length) of the solving attempt
-    total = steps = 0
+    journal = None
+    if csv_path is not None and identity is not None:
+        journal = AttemptJournal(csv_path.with_name(csv_path.name + ".partial"), identity)
+    done = {} if journal is None else journal.resume()
+    rows: list[list[str]] = []
     unsolved = list(range(len(levels)))
     for round_number in range(1, rounds + 1):
         if not unsolved:
             break
         round_budget = budget * 2 ** (round_number - 1)
-        batch = [levels[i] for i in unsolved]
-        if search_batch is not None:
-            results = search_batch(batch, round_budget)
-        else:
-            on_finished = None if progress is None else functools.partial(progress, round_number, round_budget,
-                                                                         total=len(batch))  # fmt: skip
-            if on_finished is not None:
-                on_finished(0)
-            results = search_lockstep(domain, batch, algorithm, evaluator, budget=round_budget, epsilon=epsilon,
-                                      children=children, on_finished=on_finished)  # fmt: skip
-        for problem, result in zip(unsolved, results, strict=True):
-            total += result.expanded
-            steps += result.domain_steps
-            rows.append([round_number, problem, int(result.solved), result.expanded, result.generated,
-                         result.length if result.solved else "", round_budget, f"{result.seconds:.4f}",
-                         result.domain_steps])  # fmt: skip
-            if result.solved:
-                solved[problem] = (result.expanded, result.length)
-        unsolved = [p for p in unsolved if p not in solved]
+        todo = [p for p in unsolved if (round_number, p) not in done]
+        if todo:
+            record = functools.partial(_record, done, journal, todo, round_number, round_budget)
+            _search_round(domain, [levels[i] for i in todo], algorithm, evaluator, round_budget, epsilon, search_batch,
+                          children, progress, round_number, record, already=len(unsolved) - len(todo),
+                          total=len(unsolved))  # fmt: skip
+        rows += [done[(round_number, p)] for p in unsolved]
+        unsolved = [p for p in unsolved if done[(round_number, p)][2] == "0"]
     if csv_path is not None:
         buffer = io.StringIO()
         writer = csv.writer(buffer)
         writer.writerow(TEST_COLUMNS)
         writer.writerows(rows)
         atomic_write_text(csv_path, buffer.getvalue())
+    if journal is not None:
+        journal.remove()
+    return _summary(len(levels), rows)
+
+
+def _record(
+    done: dict[tuple[int, int], list[str]],
+    journal: AttemptJournal | None,
+    problems: Sequence[int],
+    round_number: int,
+    budget: int,
+    index: int,
+    result: SearchResult,
+) -> None:
+    """Keep (and journal) the attempt of `problems[index]` that just finished."""
+    row = _row(round_number, problems[index], budget, result)
+    done[(round_number, problems[index])] = row
+    if journal is not None:
+        journal.append(row)
+
+
+def _search_round(
+    domain: Domain[Any],
+    batch: Sequence[Any],
+    algorithm: Algorithm,
+    evaluator: Evaluator,
+    budget: int,
+    epsilon: float,
+    search_batch: Callable[[Sequence[Any], int], list[SearchResult]] | None,
+    children: ChildGenerator[Any] | None,
+    progress: TestProgress | None,
+    round_number: int,
+    on_result: Callable[[int, SearchResult], None],
+    *,
+    already: int,
+    total: int,
+) -> None:
+    """Search `batch` with `budget`, telling `on_result` each result (`already` of the round's `total` were done)."""
+    if search_batch is not None:
+        for index, result in enumerate(search_batch(batch, budget)):
+            on_result(index, result)
+        return
+    on_finished = None
+    if progress is not None:
+        on_finished = functools.partial(_told, progress, round_number, budget, already, total)
+        on_finished(0)
+    search_lockstep(domain, batch, algorithm, evaluator, budget=budget, epsilon=epsilon, children=children,
+                    on_finished=on_finished, on_result=on_result)  # fmt: skip
+
+
+def _told(progress: TestProgress, round_number: int, budget: int, already: int, total: int, finished: int) -> None:
+    progress(round_number, budget, already + finished, total=total)
+
+
+def _summary(problems: int, rows: Sequence[Sequence[str]]) -> TestSummary:
+    """The paper's table row from a test's record rows (`TEST_COLUMNS`)."""
+    solved = [(int(row[3]), int(row[5])) for row in rows if row[2] == "1"]  # (expansions, length) of each solve
     count = len(solved)
     return TestSummary(
-        problems=len(levels),
+        problems=problems,
         solved=count,
-        mean_expansions=sum(e for e, _ in solved.values()) / count if count else None,
-        mean_length=sum(n for _, n in solved.values()) / count if count else None,
-        total_expansions=total,
-        total_domain_steps=steps,
+        mean_expansions=sum(e for e, _ in solved) / count if count else None,
+        mean_length=sum(n for _, n in solved) / count if count else None,
+        total_expansions=sum(int(row[3]) for row in rows),
+        total_domain_steps=sum(int(row[8] or 0) for row in rows),
     )

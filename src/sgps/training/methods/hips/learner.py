@@ -28,7 +28,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from sgps.models.hips import HipsModel, with_empty_channel
+from sgps.models.hips import CellClasses, HipsModel
 from sgps.training.methods.hips.dataset import Dataset
 
 
@@ -67,18 +67,18 @@ Report = Callable[[str, int, float, dict[str, float]], None]
 
 @dataclass
 class _Trajectories:
-    """Observations (uint8, with the empty channel) and actions of every trajectory."""
+    """Observations (uint8, as the networks' cell classes) and actions of every trajectory."""
 
-    observations: list[torch.Tensor]  # [T_i + 1, C + 1, H, W]
+    observations: list[torch.Tensor]  # [T_i + 1, V, H, W]
     actions: list[torch.Tensor]  # [T_i] int64
 
 
-def prepare(dataset: Dataset) -> _Trajectories:
-    """Encode every state of every trajectory once."""
+def prepare(dataset: Dataset, cells: CellClasses) -> _Trajectories:
+    """Encode every state of every trajectory once, as `cells`' classes."""
     observations, actions = [], []
     for trajectory in dataset.trajectories:
         observed = torch.from_numpy(dataset.domain.observe(list(trajectory.states)))
-        observations.append(with_empty_channel(observed).to(torch.uint8))
+        observations.append(cells.encode(observed).to(torch.uint8))
         actions.append(torch.tensor(trajectory.actions, dtype=torch.int64))
     return _Trajectories(observations, actions)
 
@@ -93,7 +93,7 @@ class HipsLearner:
         self.generator = torch.Generator().manual_seed(seed)
 
     def train(self, dataset: Dataset, report: Report) -> None:
-        data = prepare(dataset)
+        data = prepare(dataset, self.model.cells)
         s = self.settings
         low = self._optimizer(self.model.low)
         for epoch in range(s.warm_start_epochs):

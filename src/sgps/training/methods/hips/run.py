@@ -20,9 +20,9 @@ import torch
 
 from sgps.domains.levels import read_levels
 from sgps.domains.registry import get_domain
-from sgps.errors import ConfigError
-from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
-from sgps.models.hips import HipsConfig, HipsModel
+from sgps.errors import CheckpointError, ConfigError
+from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, recorded_architecture, save_checkpoint
+from sgps.models.hips import HipsConfig, HipsModel, cell_patterns
 from sgps.search.costs import make_algorithm
 from sgps.training.config import read_toml
 from sgps.training.methods.hips.dataset import build_dataset, read_dataset, write_dataset
@@ -31,7 +31,7 @@ from sgps.training.methods.hips.search import HipsHeuristic, HybridChildren
 from sgps.training.rundir import RunDirectory
 from sgps.training.schema import check_value, validate_section
 from sgps.training.setup import pick_device
-from sgps.training.testing import TestProgress, TestSummary, run_test
+from sgps.training.testing import TestProgress, TestSummary, attempt_identity, run_test
 from sgps.version import sgps_version
 
 ALGORITHM = "hips-eps"
@@ -72,9 +72,16 @@ def resolve_settings(
     return HipsSettings(**validate_section("hips", {**dataclasses.asdict(HipsSettings()), **values}))
 
 
-def model_config(settings: HipsSettings, observation_shape: tuple[int, int, int], num_actions: int) -> HipsConfig:
+def model_config(
+    settings: HipsSettings,
+    observation_shape: tuple[int, int, int],
+    num_actions: int,
+    patterns: tuple[tuple[int, ...], ...] = (),
+) -> HipsConfig:
+    """The networks' architecture: the settings' sizes, for the domain's observations and cell `patterns`."""
     return HipsConfig(observation_shape, num_actions, settings.channels, settings.blocks, settings.codebook_size,
-                      settings.code_dim, settings.vq_channels, settings.vq_blocks, settings.horizon)  # fmt: skip
+                      settings.code_dim, settings.vq_channels, settings.vq_blocks, settings.horizon,
+                      patterns)  # fmt: skip
 
 
 def train(
@@ -134,8 +141,9 @@ def train(
     torch_device = pick_device(device)
     example = dataset.trajectories[0].states[0]
     torch.manual_seed(seed)
-    model = HipsModel(model_config(settings, dataset.domain.observation_shape(example),
-                                   dataset.domain.num_actions)).to(torch_device)  # fmt: skip
+    observed = (dataset.domain.observe(list(trajectory.states)) for trajectory in dataset.trajectories)
+    model = HipsModel(model_config(settings, dataset.domain.observation_shape(example), dataset.domain.num_actions,
+                                   cell_patterns(observed))).to(torch_device)  # fmt: skip
     config = {
         "run": {"algorithm": ALGORITHM, "domain": dataset.domain.name, "device": device, "seed": seed,
                 "dataset": str(dataset_path.resolve())},
@@ -176,7 +184,13 @@ def load_run(run: Path, checkpoint: Path, example: Any) -> tuple[Any, HipsModel,
     section = document["run"]
     domain = get_domain(str(section.get("domain")))
     device = pick_device(str(section.get("device", "cpu")))
-    model = HipsModel(model_config(settings, domain.observation_shape(example), domain.num_actions)).to(device)
+    patterns = recorded_architecture(checkpoint).get("cell_patterns", ())  # none before the patterns existed
+    try:
+        config = model_config(settings, domain.observation_shape(example), domain.num_actions,
+                              tuple(tuple(pattern) for pattern in patterns))  # fmt: skip
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"{checkpoint}: its cell patterns do not fit {domain.name} ({error})") from None
+    model = HipsModel(config).to(device)
     load_checkpoint(checkpoint, model, {SEARCH_KEY: ALGORITHM})
     model.eval()
     return domain, model, settings, device
@@ -195,5 +209,7 @@ def test(
     heuristic = HipsHeuristic(domain, model, device)
     algorithm = make_algorithm("hips")
 
+    identity = attempt_identity(checkpoint, problems, budget=budget, rounds=rounds, epsilon=settings.epsilon)
     return run_test(domain, states, algorithm, heuristic, budget=budget, rounds=rounds, children=children,
-                    csv_path=run / "metrics" / f"test-{problems.stem}.csv", progress=progress)  # fmt: skip
+                    csv_path=run / "metrics" / f"test-{problems.stem}.csv", identity=identity,
+                    progress=progress)  # fmt: skip

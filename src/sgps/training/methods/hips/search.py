@@ -2,11 +2,14 @@
 
 `HybridChildren` is the engine's `ChildGenerator` for HIPS-ε. Expanding a state s:
 
-1. decode (s, e_k) for the K codes and discretise each to a concrete observation;
-   drop candidates equal to s and merge identical ones;
+1. decode (s, e_k) for the K codes and take each cell's most likely class
+   (`CellClasses`): a concrete observation; drop candidates equal to s and merge
+   identical ones;
 2. run π_low greedily from s towards each candidate, in the true domain, for at most
    `rollout_steps` steps; a candidate is valid only when a rollout reaches it exactly
-   (same observation), and its edge is the rollout's actions;
+   (same observation), and its edge is the rollout's actions. Candidates the domain's
+   invariants rule out (`Domain.may_reach`) get no rollout, and a rollout stops once
+   its candidate is out of reach: the same candidates are valid, for fewer steps;
 3. add every primitive action as a child of its own.
 
 Child probabilities: a valid subgoal gets (1 − ε) times the prior's softmax over the
@@ -27,20 +30,27 @@ import numpy as np
 import torch
 
 from sgps.domains.base import Domain
-from sgps.models.hips import HipsModel, discretise, with_empty_channel
+from sgps.models.hips import HipsModel
 from sgps.search.children import Edge
 
 
-def encode_observations(observations: np.ndarray, device: torch.device) -> torch.Tensor:
-    """The networks' input: domain observations [B, C, H, W] with the "no channel set" channel added."""
-    return with_empty_channel(torch.from_numpy(observations).to(device, torch.float32))
+def encode_observations(model: HipsModel, observations: np.ndarray, device: torch.device) -> torch.Tensor:
+    """The networks' input: domain observations [B, C, H, W] as one-hot cell classes [B, V, H, W]."""
+    return model.cells.encode(torch.from_numpy(observations).to(device, torch.float32))
 
 
 class HybridChildren:
     """Subgoal children validated by π_low rollouts, then the primitive children (spec 8.3)."""
 
     def __init__(
-        self, domain: Domain[Any], model: HipsModel, *, epsilon: float, rollout_steps: int, device: torch.device
+        self,
+        domain: Domain[Any],
+        model: HipsModel,
+        *,
+        epsilon: float,
+        rollout_steps: int,
+        device: torch.device,
+        prune: bool = True,
     ) -> None:
         if not 0.0 < epsilon < 1.0:
             raise ValueError(f"HIPS-ε's epsilon must be strictly between 0 and 1, got {epsilon}")
@@ -49,13 +59,14 @@ class HybridChildren:
         self.epsilon = epsilon
         self.rollout_steps = rollout_steps
         self.device = device
+        self.prune = prune
 
     @torch.inference_mode()
     def expand(self, state: Any) -> tuple[list[Edge[Any]], int]:
         own = self.domain.observe([state])[0]
-        observation = encode_observations(own[None], self.device)
+        observation = encode_observations(self.model, own[None], self.device)
         code_logits, action_logits = self.model.prior(observation)
-        decoded = discretise(self.model.generator.subgoal_logits(observation))[0]  # [K, C, H, W]
+        decoded = self.model.cells.decode(self.model.generator.subgoal_logits(observation))[0]  # [K, C, H, W]
         candidates = self.candidates(own, decoded.to(torch.uint8).cpu().numpy())
         reached, steps = self.validate(state, own, candidates)
         edges: list[Edge[Any]] = []
@@ -90,14 +101,24 @@ class HybridChildren:
 
         A rollout ends when it reaches its candidate, reaches a terminal state (dead or
         goal) that is not its candidate, returns to a state it visited (greedy π_low is
-        deterministic, so it would loop for ever), or after `rollout_steps` steps.
+        deterministic, so it would loop for ever), or after `rollout_steps` steps. With
+        `prune`, a candidate the domain's invariants rule out (`Domain.may_reach`) gets
+        no rollout, and a rollout stops as soon as its candidate becomes unreachable
+        (e.g. it used up an item the candidate still shows): neither could have reached
+        it, so the same candidates are valid, for fewer low-level steps.
         """
         keys = list(candidates)
         if not keys:
             return {}, 0
         goals = np.stack([np.frombuffer(key, dtype=np.uint8).reshape(start.shape) for key in keys])
-        targets = encode_observations(goals, self.device)
         observed = np.repeat(start[None], len(keys), axis=0)
+        if self.prune:
+            possible = self.domain.may_reach(observed, goals)
+            keys, goals, observed = [k for k, ok in zip(keys, possible, strict=True) if ok], goals[possible], \
+                observed[possible]  # fmt: skip
+            if not keys:
+                return {}, 0
+        targets = encode_observations(self.model, goals, self.device)
         current = [state] * len(keys)
         paths: list[list[int]] = [[] for _ in keys]
         visited: list[set[Any]] = [{self.domain.key(state)} for _ in keys]
@@ -105,19 +126,21 @@ class HybridChildren:
         reached: dict[bytes, tuple[Any, tuple[int, ...]]] = {}
         steps = 0
         for _ in range(self.rollout_steps):
-            inputs = encode_observations(observed[active], self.device)
+            inputs = encode_observations(self.model, observed[active], self.device)
             actions = self.model.low_logits(inputs, targets[active]).argmax(dim=1).tolist()
             for i, action in zip(active, actions, strict=True):
                 current[i] = self.domain.step(current[i], action)
                 paths[i].append(action)
             steps += len(active)
             observed[active] = self.domain.observe([current[i] for i in active])
+            hopeful = self.domain.may_reach(observed[active], goals[active]) if self.prune else [True] * len(active)
             still = []
-            for i in active:
+            for i, may_reach in zip(active, hopeful, strict=True):
                 key = self.domain.key(current[i])
                 if observed[i].astype(np.uint8).tobytes() == keys[i]:
                     reached[keys[i]] = (current[i], tuple(paths[i]))
-                elif not (key in visited[i] or self.domain.is_dead(current[i]) or self.domain.is_goal(current[i])):
+                elif may_reach and not (key in visited[i] or self.domain.is_dead(current[i])
+                                        or self.domain.is_goal(current[i])):  # fmt: skip
                     visited[i].add(key)
                     still.append(i)
             active = still
@@ -136,5 +159,5 @@ class HipsHeuristic:
 
     @torch.inference_mode()
     def __call__(self, states: Sequence[Any]) -> tuple[None, np.ndarray]:
-        observations = encode_observations(self.domain.observe(list(states)), self.device)
+        observations = encode_observations(self.model, self.domain.observe(list(states)), self.device)
         return None, self.model.remaining(observations).float().cpu().numpy()

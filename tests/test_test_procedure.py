@@ -1,0 +1,123 @@
+"""The test procedure (budget doubling over rounds): its record, and its journal of attempts.
+
+The fear: a test interrupted after an hour either starts again from nothing, or resumes
+into a record that differs from an uninterrupted one (an attempt lost, doubled, or
+taken from another model's test).
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from sgps.domains import get_domain
+from sgps.domains.generation import generate_levels
+from sgps.experiments.runstate import journalled_attempts
+from sgps.search import make_algorithm
+from sgps.search.evaluators import DomainHeuristic
+from sgps.training.testing import TEST_COLUMNS, attempt_identity, fault_in_test_record, run_test
+
+SMALL_TSP = {"size": 6, "cities": 3, "walls": True}
+BUDGET, ROUNDS = 6, 3
+
+
+class KilledError(Exception):
+    """Stands for a kill in the middle of a test."""
+
+
+class CountingHeuristic(DomainHeuristic):
+    """The domain's heuristic, counting its calls; raises `KilledError` at call `stop_at`."""
+
+    def __init__(self, domain, stop_at: int | None = None) -> None:
+        super().__init__(domain)
+        self.calls, self.stop_at = 0, stop_at
+
+    def __call__(self, states):
+        self.calls += 1
+        if self.calls == self.stop_at:
+            raise KilledError
+        return super().__call__(states)
+
+
+def identity_of(folder, budget: int = BUDGET) -> str:
+    return attempt_identity(folder / "model.bin", folder / "levels.txt", budget=budget, rounds=ROUNDS, epsilon=0.01)
+
+
+@pytest.fixture
+def setting(tmp_path):
+    tsp = get_domain("tsp")
+    levels = generate_levels(tsp, SMALL_TSP, 11, 8)
+    for name in ("model.bin", "levels.txt"):
+        (tmp_path / name).write_bytes(name.encode())
+    return tsp, levels, identity_of(tmp_path)
+
+
+def record(path) -> list[dict[str, str]]:
+    with open(path, newline="") as handle:
+        return [{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(handle)]
+
+
+def run(tsp, levels, csv_path, identity, heuristic):
+    return run_test(tsp, levels, make_algorithm("gbfs"), heuristic, budget=BUDGET, rounds=ROUNDS, csv_path=csv_path,
+                    identity=identity)  # fmt: skip
+
+
+def test_an_interrupted_test_resumes_into_the_record_of_an_uninterrupted_one(tmp_path, setting):
+    tsp, levels, identity = setting
+    whole = run(tsp, levels, tmp_path / "whole.csv", identity, CountingHeuristic(tsp))
+    rows = record(tmp_path / "whole.csv")
+    assert fault_in_test_record(rows, len(levels), BUDGET, ROUNDS) is None
+    assert {row["round"] for row in rows} == {"1", "2", "3"}  # the budget makes every round count
+    full_cost = CountingHeuristic(tsp)
+    run(tsp, levels, tmp_path / "again.csv", identity, full_cost)
+
+    cut = tmp_path / "cut.csv"
+    with pytest.raises(KilledError):
+        run(tsp, levels, cut, identity, CountingHeuristic(tsp, stop_at=full_cost.calls * 2 // 3))
+    journal = tmp_path / "cut.csv.partial"
+    assert not cut.exists() and journal.is_file()  # the progress is in the run folder, the record is not
+    journalled = journal.read_text().splitlines()
+    assert journalled[0] == f"# {identity}" and journalled[1] == ",".join(TEST_COLUMNS) and len(journalled) > 4
+    with open(journal, "a") as handle:  # a kill in the middle of writing a row
+        handle.write("2,5,1,")
+    rest = CountingHeuristic(tsp)
+    resumed = run(tsp, levels, cut, identity, rest)
+    assert record(cut) == rows and resumed == whole
+    assert 0 < rest.calls < full_cost.calls  # only the attempts not journalled were searched again
+    assert not journal.exists()
+
+
+def test_a_journal_of_another_model_or_budget_is_not_resumed(tmp_path, setting):
+    tsp, levels, identity = setting
+    cut = tmp_path / "cut.csv"
+    with pytest.raises(KilledError):
+        run(tsp, levels, cut, identity, CountingHeuristic(tsp, stop_at=40))
+    (tmp_path / "model.bin").write_bytes(b"another model")
+    other = identity_of(tmp_path)
+    assert other != identity and other != identity_of(tmp_path, budget=BUDGET * 2)
+    full_cost = CountingHeuristic(tsp)
+    run(tsp, levels, tmp_path / "whole.csv", other, full_cost)
+    fresh = CountingHeuristic(tsp)
+    run(tsp, levels, cut, other, fresh)
+    assert fresh.calls == full_cost.calls  # everything searched again
+    assert record(cut) == record(tmp_path / "whole.csv")
+
+
+def test_without_an_identity_nothing_is_journalled(tmp_path, setting):
+    tsp, levels, _ = setting
+    with pytest.raises(KilledError):
+        run(tsp, levels, tmp_path / "cut.csv", None, CountingHeuristic(tsp, stop_at=40))
+    assert list(tmp_path.glob("cut.csv*")) == []
+    assert np.isfinite(run(tsp, levels, None, None, CountingHeuristic(tsp)).total_expansions)
+
+
+def test_a_comparison_shows_how_many_attempts_an_unfinished_test_has_journalled(tmp_path, setting):
+    tsp, levels, identity = setting
+    (tmp_path / "run" / "metrics").mkdir(parents=True)
+    assert journalled_attempts(tmp_path / "run", "test") == 0
+    with pytest.raises(KilledError):
+        run(tsp, levels, tmp_path / "run" / "metrics" / "test-test.csv", identity, CountingHeuristic(tsp, stop_at=40))
+    rows = (tmp_path / "run" / "metrics" / "test-test.csv.partial").read_text().splitlines()[2:]
+    assert journalled_attempts(tmp_path / "run", "test") == len(rows) > 0
