@@ -129,8 +129,12 @@ class AttemptJournal:
             lines = []
         if lines[:2] == [f"# {self.identity}", ",".join(TEST_COLUMNS)]:
             for row in csv.reader(lines[2:-1]):  # the last piece has no newline yet: possibly cut
-                if len(row) == len(TEST_COLUMNS):
-                    kept[(int(row[0]), int(row[1]))] = row
+                try:
+                    round_number, problem, solved, _ = _attempt(dict(zip(TEST_COLUMNS, row, strict=True)))
+                except (KeyError, TypeError, ValueError):
+                    continue  # not a whole attempt's row
+                if solved in ("0", "1"):
+                    kept[(round_number, problem)] = row
         atomic_write_text(self.path, "".join(self._line(row) for row in [[f"# {self.identity}"], list(TEST_COLUMNS),
                                                                          *kept.values()]))  # fmt: skip
         return kept
