@@ -29,6 +29,7 @@ from sgps.search.engine import BestFirstSearch
 from sgps.search.evaluators import DomainHeuristic
 from sgps.training import runner
 from sgps.training.methods.hips import dataset as dataset_module
+from sgps.training.methods.hips import run as hips_run
 from sgps.training.methods.hips.dataset import Dataset, Trajectory, build_dataset, read_dataset, write_dataset
 from sgps.training.methods.hips.run import resolve_settings
 from sgps.training.methods.hips.search import HybridChildren
@@ -477,3 +478,15 @@ def test_a_journal_cut_inside_its_header_starts_the_build_afresh(tmp_path, tsp):
     journal.write_text(journal.read_text().replace('"actions":[', '"actions":[99,', 1))  # an edited journal
     with pytest.raises(ConfigError, match=r"data\.npz\.journal:2: not a finished level"):
         build_dataset(tsp, levels, journal=journal)
+
+
+def test_a_sokoban_run_learns_its_cell_patterns_and_its_test_loads_them(tmp_path):
+    sokoban = get_domain("sokoban")
+    params = {"size": 7, "boxes": 2}
+    levels = generate_levels(sokoban, params, 0, 6)
+    write_levels(tmp_path / "train.txt", sokoban, levels, variant="standard", seed=0, params=params)
+    hips_run.train(None, tmp_path / "run", problems=tmp_path / "train.txt", preset="tiny", seed=0, threads=1)
+    checkpoint = tmp_path / "run" / "checkpoints" / "latest.safetensors"
+    _, model, _, _ = hips_run.load_run(tmp_path / "run", checkpoint, levels[0])
+    assert model.config.cell_patterns == ((0, 3), (2, 3))  # the agent on a goal, a box on a goal
+    assert model.generator.shape[0] == 4 + 1 + 2
