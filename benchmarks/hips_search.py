@@ -28,9 +28,21 @@ from sgps.training.methods.hips.search import HipsHeuristic, HybridChildren
 
 
 class TimedChildren(HybridChildren):
-    """`HybridChildren` that adds up the time its rollouts take."""
+    """`HybridChildren` that adds up the time its rollouts take, and the candidates and valid subgoals it finds."""
 
     rollout_seconds = 0.0
+    candidates_found = 0
+    subgoals_valid = 0
+
+    def candidates(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        found = super().candidates(*args, **kwargs)
+        self.candidates_found += len(found)
+        return found
+
+    def expand(self, state):  # type: ignore[no-untyped-def]
+        edges, steps = super().expand(state)
+        self.subgoals_valid += len(edges) - self.domain.num_actions
+        return edges, steps
 
     def validate(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         started = time.perf_counter()
@@ -54,9 +66,9 @@ def main() -> None:
     checkpoint = args.run / "checkpoints" / "latest.safetensors"
     domain, model, settings, device = load_run(args.run, checkpoint, levels[0].state)
     modes = {"on": [True], "off": [False], "both": [False, True]}[args.prune]
+    cap = settings.rollout_cap(domain.name)
     searchers = {
-        prune: TimedChildren(domain, model, epsilon=settings.epsilon, rollout_steps=settings.rollout_cap(domain.name),
-                             device=device, prune=prune)  # fmt: skip
+        prune: TimedChildren(domain, model, epsilon=settings.epsilon, rollout_steps=cap, device=device, prune=prune)
         for prune in modes
     }
     heuristic = HipsHeuristic(domain, model, device)
@@ -78,9 +90,12 @@ def main() -> None:
         if len(set(outcomes)) > 1:
             raise SystemExit(f"{level.name}: the pruned search differs from the unpruned one: {outcomes}")
     for prune, (expanded, steps, seconds) in totals.items():
-        share = searchers[prune].rollout_seconds / seconds
+        children = searchers[prune]
+        share = children.rollout_seconds / seconds
         print(f"total ({'pruned' if prune else 'not pruned'}): {expanded} expansions, {seconds / expanded:.4f} "
-              f"s/expansion, {steps / expanded:.1f} steps/expansion, rollouts {share:.0%} of the time")  # fmt: skip
+              f"s/expansion, {steps / expanded:.1f} steps/expansion, rollouts {share:.0%} of the time; per "
+              f"expansion {children.candidates_found / expanded:.1f} distinct candidates, "
+              f"{children.subgoals_valid / expanded:.2f} valid subgoals")  # fmt: skip
     if len(modes) == 2:
         print("the searches with and without pruning expanded the same nodes and returned the same plans")
 
