@@ -62,7 +62,8 @@ class HipsConfig:
             raise ValueError("channels must be positive and blocks non-negative")
         object.__setattr__(self, "cell_patterns", tuple(tuple(int(c) for c in p) for p in self.cell_patterns))
         for pattern in self.cell_patterns:
-            if len(pattern) < 2 or list(pattern) != sorted(set(pattern)) or pattern[-1] >= self.observation_shape[0]:
+            in_range = pattern[0] >= 0 and pattern[-1] < self.observation_shape[0] if pattern else False
+            if len(pattern) < 2 or list(pattern) != sorted(set(pattern)) or not in_range:
                 raise ValueError(f"a cell pattern names two or more distinct observation channels in order, "
                                  f"not {pattern}")  # fmt: skip
 
