@@ -17,6 +17,7 @@ from typing import Any
 
 from sgps.errors import CheckpointError
 from sgps.training.methods.hips import run as hips
+from sgps.training.testing import journal_path
 from sgps.training.trainer_state import read_trainer_state
 
 _TAIL_BYTES = 8192
@@ -89,7 +90,7 @@ def test_csv(run: Path, test: str) -> Path:
 def journalled_attempts(run: Path, test: str) -> int:
     """Attempts journalled so far by the unfinished test of test set `test` (`sgps.training.testing.AttemptJournal`)."""
     try:
-        text = (run / "metrics" / f"test-{test}.csv.partial").read_text(errors="replace")
+        text = journal_path(test_csv(run, test)).read_text(errors="replace")
     except FileNotFoundError:
         return 0
     return max(text.count("\n") - 2, 0)  # the identity and the header; a cut last row has no newline yet

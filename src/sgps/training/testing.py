@@ -104,6 +104,11 @@ def attempt_identity(checkpoint: Path, problems: Path, *, budget: int, rounds: i
     return digest.hexdigest()
 
 
+def journal_path(csv_path: Path) -> Path:
+    """Where the unfinished test whose record goes to `csv_path` journals its attempts (NAME.csv.partial)."""
+    return csv_path.with_name(csv_path.name + ".partial")
+
+
 class AttemptJournal:
     """The attempts of a test in progress, one CSV row each as soon as its search finishes.
 
@@ -191,7 +196,7 @@ def run_test(
     """
     journal = None
     if csv_path is not None and identity is not None:
-        journal = AttemptJournal(csv_path.with_name(csv_path.name + ".partial"), identity)
+        journal = AttemptJournal(journal_path(csv_path), identity)
     done = {} if journal is None else journal.resume()
     rows: list[list[str]] = []
     unsolved = list(range(len(levels)))
