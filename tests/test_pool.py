@@ -20,8 +20,8 @@ def test_pool_results_equal_in_process_lockstep_results_with_graphs_and_current_
         parameter.data.mul_(1.5)
     expected = search_lockstep(domain, levels, method.algorithm, method.evaluator(), budget=120, record_graph=True)
     with SearchPool(2, domain, levels[0], config) as pool:
-        got = pool.search(method.model_weights(), levels, budget=120, epsilon=0.01, record_graph=True)
-        single = pool.search(method.model_weights(), levels[:1], budget=120, epsilon=0.01, record_graph=False)
+        got = pool.search(method, levels, budget=120, epsilon=0.01, record_graph=True)
+        single = pool.search(method, levels[:1], budget=120, epsilon=0.01, record_graph=False)
     assert len(got) == 5 and single[0].expanded == expected[0].expanded
     for a, b in zip(got, expected, strict=True):
         assert (a.status, a.expanded, a.generated, a.actions) == (b.status, b.expanded, b.generated, b.actions)

@@ -82,13 +82,13 @@ def test_a_killed_actor_loses_and_repeats_no_problem(ray_instance, problems, loc
 
         calls = 0
 
-        def search(self, weights, levels, **options):
+        def search(self, method, levels, **options):
             self.calls += 1
             if self.calls == 1:
                 pools.append(self)
             elif self.calls == 2:
                 threading.Timer(0.05, ray_instance.kill, args=(self.actors[0],)).start()
-            return super().search(weights, levels, **options)
+            return super().search(method, levels, **options)
 
     monkeypatch.setattr(runner, "RaySearchPool", KillingPool)
     out = tmp_path / "run"

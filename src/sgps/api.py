@@ -248,6 +248,9 @@ def train(
     seed: int | None = None,
     device: str | None = None,
     workers: int | None = None,
+    evaluator: str | None = None,
+    evaluation_batch: int | None = None,
+    precision: str | None = None,
     max_iterations: int | None = None,
     time_limit: float | None = None,
     failed_trees: bool | None = None,
@@ -272,7 +275,8 @@ def train(
     None keeps the value of the preset or the `config` TOML file.
     """
     overrides = option_overrides({
-        "algorithm": algorithm, "device": device, "workers": workers, "seed": seed,
+        "algorithm": algorithm, "device": device, "workers": workers, "seed": seed, "evaluator": evaluator,
+        "evaluation_batch": evaluation_batch, "precision": precision,
         "tensorboard": None if tensorboard is None else str(tensorboard),
         "max_iterations": max_iterations, "time_limit": time_limit, "failed_trees": failed_trees,
         "codebook_size": codebook_size, "cluster_level": cluster_level, "conditioning": conditioning,

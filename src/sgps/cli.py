@@ -31,7 +31,9 @@ from sgps.domains.solver import default_state_cap
 from sgps.errors import ConfigError, SgpsError
 from sgps.experiments import CompareOutcome, compare, write_report
 from sgps.experiments.summary import terminal_summary
+from sgps.models.precision import PRECISIONS
 from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
+from sgps.search.shared import EVALUATOR_PLACES
 from sgps.training import runner
 from sgps.training.config import TRAIN_OPTIONS, option_overrides
 from sgps.training.methods.hips import run as hips
@@ -177,6 +179,17 @@ def _add_train_command(commands: Any) -> None:
     train_cmd.add_argument("--device", choices=("cpu", "cuda", "auto"), help="default: auto")
     train_cmd.add_argument(
         "--workers", type=_int, help="search processes on cpu (default 0: one per core; 1: search in this process)"
+    )
+    train_cmd.add_argument(
+        "--evaluator", choices=EVALUATOR_PLACES,
+        help="with workers: one shared evaluator here, or a CPU model copy per process (default auto: shared on a GPU)",
+    )  # fmt: skip
+    train_cmd.add_argument(
+        "--evaluation-batch", type=_int, metavar="K",
+        help="children a search gathers per evaluation (default 1: exact order; 32: the reference trainer's)",
+    )  # fmt: skip
+    train_cmd.add_argument(
+        "--precision", choices=PRECISIONS, help="number format of search evaluations (default: float32)"
     )
     train_cmd.add_argument("--max-iterations", type=_int, help="passes over the training problems")
     train_cmd.add_argument("--time-limit", type=_float, metavar="MIN", help="wall-clock limit in minutes")
@@ -556,7 +569,9 @@ def _train_hips(args: argparse.Namespace) -> int:
                           "or --problems (solved first with the exact solver)")  # fmt: skip
     ignored = [name for name, value in (("--validation", args.validation), ("--resume", args.resume),
                ("--executor ray", args.executor == "ray"), ("--max-batches", args.max_batches),
-               ("--tensorboard", args.tensorboard), ("--workers", args.workers is not None)) if value]  # fmt: skip
+               ("--tensorboard", args.tensorboard), ("--workers", args.workers is not None),
+               ("--evaluator", args.evaluator), ("--evaluation-batch", args.evaluation_batch is not None),
+               ("--precision", args.precision)) if value]  # fmt: skip
     if ignored:
         unused = ", ".join(ignored)
         raise ConfigError(f"{unused}: not used by --algorithm {hips.ALGORITHM}, which learns offline")

@@ -6,6 +6,7 @@ function is pure and works on Python floats; lower values are expanded first.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,21 +129,16 @@ def make_algorithm(name: str, *, weight: float = 1.5, plus_one: bool = False, du
     if duplicates not in DUPLICATE_RULES:
         raise ValueError(f"duplicates must be one of {', '.join(DUPLICATE_RULES)}, not {duplicates!r}")
     lazy = duplicates == "lazy"
+    # functools.partial rather than closures: an Algorithm is pickled to search processes
     if name == "levin":
-
-        def cost(g: int, log_pi: float, h: float) -> float:
-            return levin_cost(g, log_pi, h, plus_one=plus_one)
-
+        cost = functools.partial(levin_cost, plus_one=plus_one)
         return Algorithm("levin", cost, uses_policy=True, uses_heuristic=False, lazy_duplicates=lazy)
     if name == "phs":
         return Algorithm("phs", phs_cost, uses_policy=True, uses_heuristic=True, lazy_duplicates=lazy)
     if name == "wastar":
         if weight < 0:
             raise ValueError(f"the WA* weight must be non-negative, got {weight}")
-
-        def weighted(g: int, log_pi: float, h: float) -> float:
-            return wastar_cost(g, log_pi, h, weight=weight)
-
+        weighted = functools.partial(wastar_cost, weight=weight)
         return Algorithm("wastar", weighted, uses_policy=False, uses_heuristic=True, lazy_duplicates=lazy)
     if name == "astar":
         return Algorithm(

@@ -91,17 +91,21 @@ def search_lockstep(
     *,
     budget: int | None = None,
     epsilon: float = 0.01,
+    batch_size: int = 1,
     record_graph: bool = False,
     children: ChildGenerator[Any] | None = None,
     on_finished: Callable[[int], None] | None = None,
     on_result: Callable[[int, SearchResult], None] | None = None,
 ) -> list[SearchResult]:
-    """Search every root in lockstep (exact order per search, one evaluator batch per round).
+    """Search every root in lockstep (one evaluator batch per round).
 
+    `batch_size`: children each search gathers before a round asks for their evaluation
+    (1: exact best-first order per search; k > 1: the reference's buffered order).
     `children`: expand through this generator (`sgps.search.children`) instead of one child per action.
     `on_finished`, `on_result`: as in `run_lockstep`.
     """
-    options = {"budget": budget, "epsilon": epsilon, "record_graph": record_graph, "children": children}
+    options = {"budget": budget, "epsilon": epsilon, "batch_size": batch_size, "record_graph": record_graph,
+               "children": children}  # fmt: skip
     searches = [BestFirstSearch(domain, root, algorithm, **options) for root in roots]
     return run_lockstep(searches, evaluator, on_finished, on_result)
 

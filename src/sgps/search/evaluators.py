@@ -23,6 +23,13 @@ class Evaluator(Protocol):
     def __call__(self, states: Sequence[Any]) -> Evaluation: ...
 
 
+class ObservationEvaluator(Evaluator, Protocol):
+    """An evaluator that answers from observations alone, so it can also be handed the
+    observations of states observed elsewhere (`sgps.search.shared`)."""
+
+    def evaluate_observations(self, observations: np.ndarray) -> Evaluation: ...
+
+
 class UniformPolicy:
     """π(a|s) = 1/|A| for every action, and h = 0 (LevinTS with it is breadth-first-like)."""
 

@@ -35,7 +35,7 @@ from sgps.fileio import atomic_write_bytes
 from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
 from sgps.search.engine import SearchResult
-from sgps.search.evaluators import Evaluator
+from sgps.search.evaluators import ObservationEvaluator
 from sgps.training.budget import Budgets, PassOutcome, get_schedule
 from sgps.training.randomness import numpy_state, restore_numpy_state
 from sgps.training.rundir import RunDirectory
@@ -49,11 +49,11 @@ class Method(Protocol):
     needs_graphs: bool  # whether `learn` wants the search graphs of failed searches
     report_columns: tuple[str, ...]  # the keys of what `learn` reports (metrics/learning.csv)
 
-    def evaluator(self) -> Evaluator:
+    def evaluator(self) -> ObservationEvaluator:
         """The evaluator of training and validation searches."""
         ...
 
-    def test_evaluator(self) -> Evaluator:
+    def test_evaluator(self) -> ObservationEvaluator:
         """The evaluator of test searches (π^SG weights its unconditional policy differently there)."""
         ...
 
@@ -120,16 +120,18 @@ class LoopListener(Protocol):
 
 
 class BatchSearcher(Protocol):
-    """Searches a batch elsewhere than in this process (`sgps.training.pool.SearchPool`: worker processes).
+    """Searches a batch elsewhere than in this process (`sgps.training.pool`: worker processes).
 
-    It holds its own copies of the method's model and is sent the current weights with
-    every batch; the results come back in the order of `levels`. `test` searches with the
-    method's test evaluator (the test procedure uses it; the loop never does).
+    It searches with `method`'s current model: a pool of model copies is sent its weights
+    with every batch, a pool around a shared evaluator evaluates with the method's own
+    evaluator. The results come back in the order of `levels`. `batch_size` is each
+    search's evaluation batch (1: exact order); `test` searches with the method's test
+    evaluator (the test procedure uses it; the loop never does).
     """
 
     def search(
-        self, weights: dict[str, torch.Tensor], levels: Sequence[Any], *, budget: int, epsilon: float,
-        record_graph: bool, test: bool = False,
+        self, method: Method, levels: Sequence[Any], *, budget: int, epsilon: float, record_graph: bool,
+        batch_size: int = 1, test: bool = False,
     ) -> list[SearchResult]: ...  # fmt: skip
 
 
@@ -206,8 +208,12 @@ class Bootstrap:
         pool: BatchSearcher | None = None,
         fingerprint: Mapping[str, str] | None = None,
         listeners: Sequence[LoopListener] = (),
+        evaluation_batch: int = 1,
     ) -> None:
         """`pool`: where to search (worker processes); None searches in this process, in lockstep.
+
+        `evaluation_batch`: children each search gathers before one evaluation (1: exact
+        best-first order; `search.evaluation_batch`).
 
         `listeners`: told of every batch and validation (they may be added until `run`).
 
@@ -222,6 +228,7 @@ class Bootstrap:
         self.validation = list(validation)
         self.method = method
         self.pool = pool
+        self.evaluation_batch = evaluation_batch
         self.config = config
         self.run_dir = run_dir
         self.fingerprint = dict(fingerprint or {})
@@ -391,8 +398,8 @@ class Bootstrap:
 
     def _search(self, levels: Sequence[Any], budget: int, record_graph: bool) -> list[SearchResult]:
         if self.pool is not None:
-            return self.pool.search(self.method.model_weights(), levels, budget=budget,
-                                    epsilon=self.config.epsilon, record_graph=record_graph)  # fmt: skip
+            return self.pool.search(self.method, levels, budget=budget, epsilon=self.config.epsilon,
+                                    record_graph=record_graph, batch_size=self.evaluation_batch)  # fmt: skip
         return search_lockstep(
             self.domain,
             levels,
@@ -400,6 +407,7 @@ class Bootstrap:
             self.method.evaluator(),
             budget=budget,
             epsilon=self.config.epsilon,
+            batch_size=self.evaluation_batch,
             record_graph=record_graph,
         )
 

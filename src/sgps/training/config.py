@@ -42,6 +42,11 @@ class SearchSettings:
 
     levin_plus_one: bool = False  # LevinTS orders by (d + 1)/π (the paper) instead of g/π (the code)
     duplicates: str = "eager"  # eager: first generated copy wins (code); lazy: closed set over expanded (paper)
+    #: Children each search gathers before one evaluation call: 1 is exact best-first order;
+    #: k > 1 the reference's buffered order (its trainer's `inference_batch_size`, 32); 0 picks
+    #: by device when a run starts (`sgps.training.runner.default_evaluation_batch`).
+    evaluation_batch: int = 0
+    precision: str = "float32"  # of search evaluations (`sgps.models.precision`); learning stays float32
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,10 @@ class RunSettings:
     device: str = "auto"
     validation_fraction: float = 0.1  # of --problems, when no --validation file is given
     workers: int = 0  # search processes; 0: one per usable core (resolved when a run starts); 1: in-process
+    #: Where a pool's searches are evaluated (`sgps.training.pool.pool_kind`): "shared" (one
+    #: evaluator in the training process, batching every worker's requests), "per-process"
+    #: (a model copy on the CPU in each worker), or "auto" (shared on a GPU, copies on a CPU).
+    evaluator: str = "auto"
     tensorboard: str = ""  # folder for TensorBoard event files ("": none; `sgps.training.tensorboard`)
 
 
@@ -131,12 +140,15 @@ TRAIN_OPTIONS: dict[str, tuple[str, str]] = {
     "algorithm": ("run", "algorithm"),
     "device": ("run", "device"),
     "workers": ("run", "workers"),
+    "evaluator": ("run", "evaluator"),
     "tensorboard": ("run", "tensorboard"),
     "seed": ("bootstrap", "seed"),
     "max_iterations": ("bootstrap", "max_iterations"),
     "time_limit": ("bootstrap", "time_limit_minutes"),
     "levin_plus_one": ("search", "levin_plus_one"),
     "duplicates": ("search", "duplicates"),
+    "evaluation_batch": ("search", "evaluation_batch"),
+    "precision": ("search", "precision"),
     "loss": ("learner", "loss"),
     "failed_trees": ("subgoal", "failed_trees"),
     "codebook_size": ("subgoal", "codebook_size"),
@@ -200,9 +212,16 @@ def resolve_config(
 
 
 #: Settings added after runs were first written, with the value a run started before them
-#: behaves as (it neither probed π_low nor logged to TensorBoard; the probe changes no
-#: training): a run's config.toml without them is complete and takes these values.
-LATER_SETTINGS: dict[tuple[str, str], Any] = {("subgoal", "probe_pairs"): 16, ("run", "tensorboard"): ""}
+#: behaves as (it neither probed π_low nor logged to TensorBoard, the probe changes no
+#: training, and it searched in exact order in float32): a run's config.toml without them
+#: is complete and takes these values.
+LATER_SETTINGS: dict[tuple[str, str], Any] = {
+    ("subgoal", "probe_pairs"): 16,
+    ("run", "tensorboard"): "",
+    ("run", "evaluator"): "auto",
+    ("search", "evaluation_batch"): 1,
+    ("search", "precision"): "float32",
+}
 
 
 def load_run_config(file: Path, overrides: Mapping[str, Mapping[str, Any]] | None = None) -> TrainConfig:

@@ -1,8 +1,16 @@
 """Searching a Bootstrap batch with a pool of worker processes.
 
-Each worker holds its own copy of the method's model, runs torch with one thread,
-and searches its share of the batch in lockstep. Before every batch the current
-weights go to every worker (the model changes after every batch). Measured on a
+Two kinds of pool, chosen by `run.evaluator` (`sgps.training.runner.local_pool`):
+
+- `SharedEvaluatorPool` ("shared"): the workers only search; every evaluation request
+  goes through shared memory to the method's own evaluator in the training process
+  (`sgps.search.shared`), which batches the requests of all workers. The model stays
+  where it is (on the GPU, say) and no weights travel.
+- `SearchPool` ("per-process"): each worker holds its own copy of the model on the CPU.
+
+In a `SearchPool` each worker runs torch with one thread and searches its share of the
+batch in lockstep. Before every batch the current weights go to every worker (the model
+changes after every batch). Measured on a
 2-core machine (`benchmarks/parallel.py`, docs/training.md), two workers search a
 batch 1.0-1.3x faster than lockstep in one process with two torch threads, and
 1.3-2.3x faster than with one thread.
@@ -10,24 +18,47 @@ batch 1.0-1.3x faster than lockstep in one process with two torch threads, and
 Workers start with the "spawn" method: a fresh interpreter per worker, so no torch
 or OpenMP state is inherited from the parent. A domain registered by a plugin must
 therefore be importable by the workers (its `Domain` object is pickled by reference).
-Each search follows its exact best-first order whatever the split, so the results
-are those of one in-process lockstep run.
+Each search follows its own order (exact, or buffered with an evaluation batch) whatever
+the split, so the results are those of one in-process lockstep run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import multiprocessing
+import traceback
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.connection import Connection
 from typing import Any
 
 import torch
 
 from sgps.domains.base import Domain
+from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
 from sgps.search.engine import SearchResult
+from sgps.search.shared import (
+    FAILED,
+    RESULTS,
+    ChannelLayout,
+    EvaluationServer,
+    RemoteEvaluator,
+    create_layouts,
+    remove_layouts,
+)
+from sgps.training.bootstrap import Method
 from sgps.training.config import TrainConfig
 from sgps.training.setup import build_method
+
+#: Rows of one evaluation request through shared memory at most (larger ones go in parts).
+MAX_REQUEST_ROWS = 2048
+
+
+def request_rows(searches: int, evaluation_batch: int, num_actions: int) -> int:
+    """Rows a worker's lockstep round over `searches` searches can ask for at most (capped)."""
+    return max(num_actions, min(MAX_REQUEST_ROWS, searches * (evaluation_batch + num_actions - 1)))
 
 
 class SearchWorker:
@@ -52,13 +83,14 @@ class SearchWorker:
         budget: int,
         epsilon: float,
         record_graph: bool,
+        batch_size: int = 1,
         test: bool = False,
     ) -> list[SearchResult]:
         """Search `levels` in lockstep; `test`: with the method's test evaluator (π^SG's test α)."""
         self.method.load_model_weights(weights)
         evaluator = self.method.test_evaluator() if test else self.method.evaluator()
         return search_lockstep(self.domain, levels, self.method.algorithm, evaluator, budget=budget,
-                               epsilon=epsilon, record_graph=record_graph)  # fmt: skip
+                               epsilon=epsilon, batch_size=batch_size, record_graph=record_graph)  # fmt: skip
 
 
 def deal(levels: Sequence[Any], workers: int) -> list[list[Any]]:
@@ -85,10 +117,10 @@ def _start_worker(domain: Domain[Any], example: Any, config: TrainConfig) -> Non
 
 def _search_share(
     weights: dict[str, torch.Tensor], levels: Sequence[Any], budget: int, epsilon: float, record_graph: bool,
-    test: bool,
+    batch_size: int, test: bool,
 ) -> list[SearchResult]:  # fmt: skip
     assert _worker is not None, "the worker process was not initialised"
-    return _worker.search(weights, levels, budget, epsilon, record_graph, test)
+    return _worker.search(weights, levels, budget, epsilon, record_graph, batch_size, test)
 
 
 class SearchPool:
@@ -102,29 +134,111 @@ class SearchPool:
             workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_worker,
-            initargs=(domain, example, config),
+            initargs=(domain, example, dataclasses.replace(config, run=dataclasses.replace(config.run, device="cpu"))),
         )
 
     def search(
         self,
-        weights: dict[str, torch.Tensor],
+        method: Method,
         levels: Sequence[Any],
         *,
         budget: int,
         epsilon: float,
         record_graph: bool,
+        batch_size: int = 1,
         test: bool = False,
     ) -> list[SearchResult]:
-        """Search `levels` (dealt round-robin to the workers); results in input order."""
+        """Search `levels` (dealt round-robin to the workers) with `method`'s weights; results in input order."""
         shares = deal(levels, self.workers)
-        futures = [self.executor.submit(_search_share, weights, share, budget, epsilon, record_graph, test)
-                   for share in shares]  # fmt: skip
+        weights = method.model_weights()
+        futures = [self.executor.submit(_search_share, weights, share, budget, epsilon, record_graph, batch_size,
+                                        test) for share in shares]  # fmt: skip
         return gather([future.result() for future in futures], len(levels))
 
     def close(self) -> None:
         self.executor.shutdown(cancel_futures=True)
 
     def __enter__(self) -> SearchPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _search_process(domain: Domain[Any], algorithm: Algorithm, connection: Connection, layout: ChannelLayout) -> None:
+    """A `SharedEvaluatorPool` worker: search each share it is sent, evaluating through the server."""
+    evaluator = RemoteEvaluator(domain, connection, layout)
+    while (task := connection.recv()) is not None:
+        levels, options = task
+        try:
+            results = search_lockstep(domain, levels, algorithm, evaluator, **options)
+        except Exception:
+            connection.send((FAILED, traceback.format_exc()))
+            continue
+        connection.send((RESULTS, results))
+
+
+class SharedEvaluatorPool:
+    """`workers` search processes whose requests the method's own evaluator answers, in batches.
+
+    The workers hold no model: they expand their searches (in lockstep over their share)
+    and compute observations; the training process evaluates the requests of all
+    workers together (`sgps.search.shared.EvaluationServer`) with the method's current
+    model, wherever it lives. `rows`: the largest request sent in one piece (`request_rows`).
+    """
+
+    def __init__(self, workers: int, domain: Domain[Any], example: Any, algorithm: Algorithm, rows: int) -> None:
+        if workers < 2:
+            raise ValueError("a search pool needs at least 2 workers")
+        context = multiprocessing.get_context("spawn")
+        self.workers = workers
+        self.layouts = create_layouts(workers, rows, domain.observation_shape(example), domain.num_actions)
+        pipes = [context.Pipe() for _ in range(workers)]
+        self.processes = [
+            context.Process(target=_search_process, args=(domain, algorithm, child, layout), daemon=True)
+            for (_, child), layout in zip(pipes, self.layouts, strict=True)
+        ]
+        for process in self.processes:
+            process.start()
+        for _, child in pipes:
+            child.close()
+        self.connections = [parent for parent, _ in pipes]
+        self.server = EvaluationServer(self.connections, self.layouts)
+
+    def search(
+        self,
+        method: Method,
+        levels: Sequence[Any],
+        *,
+        budget: int,
+        epsilon: float,
+        record_graph: bool,
+        batch_size: int = 1,
+        test: bool = False,
+    ) -> list[SearchResult]:
+        """Search `levels` (dealt round-robin to the workers) with `method`'s evaluator; results in input order."""
+        shares = deal(levels, self.workers)
+        options = {"budget": budget, "epsilon": epsilon, "batch_size": batch_size, "record_graph": record_graph}
+        for connection, share in zip(self.connections, shares, strict=False):
+            connection.send((share, options))
+        evaluator = method.test_evaluator() if test else method.evaluator()
+        answers = self.server.serve(evaluator.evaluate_observations, range(len(shares)))
+        return gather([answers[index] for index in range(len(shares))], len(levels))
+
+    def close(self) -> None:
+        for connection in self.connections:
+            with contextlib.suppress(OSError):  # the worker is gone already
+                connection.send(None)
+        for process in self.processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()
+                process.join()
+        for connection in self.connections:
+            connection.close()
+        remove_layouts(self.layouts)
+
+    def __enter__(self) -> SharedEvaluatorPool:
         return self
 
     def __exit__(self, *exc: object) -> None:

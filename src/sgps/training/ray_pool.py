@@ -35,11 +35,10 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-import torch
-
 from sgps.domains.base import Domain
 from sgps.errors import ConfigError
 from sgps.search.engine import SearchResult
+from sgps.training.bootstrap import Method
 from sgps.training.config import TrainConfig
 from sgps.training.pool import SearchWorker, deal, gather
 
@@ -104,22 +103,24 @@ class RaySearchPool:
 
     def search(
         self,
-        weights: dict[str, torch.Tensor],
+        method: Method,
         levels: Sequence[Any],
         *,
         budget: int,
         epsilon: float,
         record_graph: bool,
+        batch_size: int = 1,
         test: bool = False,
     ) -> list[SearchResult]:
-        """Search `levels` on the actors; results in input order, each problem exactly once."""
+        """Search `levels` on the actors with `method`'s weights; results in input order, each problem exactly once."""
         ray = self.ray
         shares = deal(levels, len(self.actors))
-        stored = ray.put(weights)
+        stored = ray.put(method.model_weights())
         pending: dict[Any, tuple[int, Any]] = {}  # call -> (share, actor)
 
         def submit(share: int, actor: Any) -> None:
-            pending[actor.search.remote(stored, shares[share], budget, epsilon, record_graph, test)] = (share, actor)
+            call = actor.search.remote(stored, shares[share], budget, epsilon, record_graph, batch_size, test)
+            pending[call] = (share, actor)
 
         for share, actor in enumerate(self.actors[: len(shares)]):
             submit(share, actor)

@@ -19,14 +19,15 @@ from sgps.domains.levels import read_levels, states_digest
 from sgps.errors import ConfigError
 from sgps.fileio import atomic_write_text
 from sgps.search.engine import SearchResult
-from sgps.training.bootstrap import BatchSearcher, Bootstrap, LoopState
+from sgps.search.shared import evaluator_place
+from sgps.training.bootstrap import BatchSearcher, Bootstrap, LoopState, Method
 from sgps.training.config import TrainConfig, load_run_config, resolve_config
 from sgps.training.methods.hips import run as hips
 from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
-from sgps.training.pool import SearchPool
+from sgps.training.pool import SearchPool, SharedEvaluatorPool, request_rows
 from sgps.training.ray_pool import RaySearchPool, check_executor, cluster_cpus, connect
 from sgps.training.rundir import RunDirectory, to_toml
-from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, split_problems
+from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, pick_device, split_problems
 from sgps.training.tensorboard import TensorBoardLog, require_tensorboard
 from sgps.training.testing import TestProgress, TestSummary, attempt_identity, run_test
 from sgps.version import sgps_version
@@ -88,17 +89,20 @@ def train(
     check_executor(executor)
     if config.run.tensorboard:  # before anything is written: a missing package is refused here
         require_tensorboard()
+    device = pick_device(config.run.device)
     if executor == "ray":  # before anything is written: Ray missing or unreachable is refused here
         ray = connect(ray_address)
         workers = config.run.workers or cluster_cpus(ray)
     else:
-        workers = config.run.workers or usable_cores()
+        workers = config.run.workers or default_workers(evaluator_place(config.run.evaluator, device.type))
     threads = default_threads() if threads is None else threads
     if threads < 1:
         raise ConfigError("--threads must be at least 1")
     torch.set_num_threads(threads)
     run_settings = dataclasses.replace(config.run, domain=levels.domain.name, workers=workers)
-    config = dataclasses.replace(config, run=run_settings)
+    evaluation_batch = config.search.evaluation_batch or default_evaluation_batch(device.type)
+    search_settings = dataclasses.replace(config.search, evaluation_batch=evaluation_batch)
+    config = dataclasses.replace(config, run=run_settings, search=search_settings)
     shape = levels.observation_shape()
     states = levels.states()
     if validation is not None:
@@ -117,12 +121,11 @@ def train(
         if executor == "ray":
             pool = stack.enter_context(RaySearchPool(workers, levels.domain, train_levels[0], config,
                                                      address=ray_address))  # fmt: skip
-        elif workers > 1 and next(iter(method.model_weights().values())).device.type == "cpu":
-            stack.enter_context(_one_thread_per_worker())
-            pool = stack.enter_context(SearchPool(workers, levels.domain, train_levels[0], config))
+        elif workers > 1:
+            pool = stack.enter_context(local_pool(workers, levels.domain, train_levels[0], method, config))
         fingerprint = run_fingerprint(config, levels.domain, train_levels, validation_levels)
         bootstrap = Bootstrap(levels.domain, train_levels, validation_levels, method, config.bootstrap, run_dir, pool,
-                              fingerprint)  # fmt: skip
+                              fingerprint, evaluation_batch=config.search.evaluation_batch)  # fmt: skip
         if resume:
             left_out = run_dir.keep_older_learning_columns()
             bootstrap.resume()
@@ -154,7 +157,7 @@ def _follow_in_tensorboard(bootstrap: Bootstrap, config: TrainConfig, resume: bo
 #: The settings a resumed run may change (its limits and where it runs); everything else is the run's.
 RESUME_OVERRIDES = (
     ("bootstrap", "max_iterations"), ("bootstrap", "time_limit_minutes"), ("bootstrap", "max_expansions"),
-    ("run", "workers"), ("run", "device"), ("run", "tensorboard"),
+    ("run", "workers"), ("run", "evaluator"), ("run", "device"), ("run", "tensorboard"),
 )  # fmt: skip
 
 
@@ -192,6 +195,23 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def default_workers(place: str) -> int:
+    """Search processes of a local run (`run.workers = 0`): one per usable core, or one fewer
+    around a shared evaluator on a machine with more than 2 cores, so that the evaluating
+    process has a core of its own (H200 box, 16 cores: 15 processes searched 1.1x faster than
+    16; docs/training.md, "Scaling")."""
+    cores = usable_cores()
+    return cores - 1 if place == "shared" and cores > 2 else cores
+
+
+def default_evaluation_batch(device_type: str) -> int:
+    """Children a search gathers per evaluation when `search.evaluation_batch = 0`: 1 (exact
+    order) on a CPU, 32 (the reference trainer's buffered order) on a GPU, where it made
+    learning faster in wall time although it costs expansions (docs/training.md, "The
+    evaluation batch")."""
+    return 32 if device_type == "cuda" else 1
+
+
 def default_threads() -> int:
     """Torch threads of a training process: OMP_NUM_THREADS where set, else every usable core.
 
@@ -201,6 +221,20 @@ def default_threads() -> int:
     """
     value = os.environ.get("OMP_NUM_THREADS", "")
     return int(value) if value.isdigit() and int(value) > 0 else usable_cores()
+
+
+@contextlib.contextmanager
+def local_pool(workers: int, domain: Any, example: Any, method: Method, config: TrainConfig) -> Iterator[BatchSearcher]:
+    """The local pool `run.evaluator` asks for: search processes around the method's own
+    evaluator (`SharedEvaluatorPool`), or processes with a model copy each (`SearchPool`)."""
+    if evaluator_place(config.run.evaluator, pick_device(config.run.device).type) == "shared":
+        share = -(-config.bootstrap.batch_size // workers)
+        rows = request_rows(share, config.search.evaluation_batch, domain.num_actions)
+        with SharedEvaluatorPool(workers, domain, example, method.algorithm, rows) as pool:
+            yield pool
+        return
+    with _one_thread_per_worker(), SearchPool(workers, domain, example, config) as pool:
+        yield pool
 
 
 @contextlib.contextmanager
@@ -268,11 +302,12 @@ def test(
     method = build_method(levels.domain, states[0], config)
     model_file = checkpoint_path(run, checkpoint)
     method.load_model(model_file)
+    evaluation_batch = config.search.evaluation_batch or default_evaluation_batch(pick_device(config.run.device).type)
     with contextlib.ExitStack() as stack:
         search_batch = None
         if executor == "ray":
             pool = stack.enter_context(RaySearchPool(0, levels.domain, states[0], config, address=ray_address))
-            search_batch = functools.partial(_test_round, pool, method.model_weights(), config.bootstrap.epsilon)
+            search_batch = functools.partial(_test_round, pool, method, config.bootstrap.epsilon, evaluation_batch)
         return run_test(
             levels.domain,
             states,
@@ -281,9 +316,15 @@ def test(
             budget=budget,
             rounds=rounds,
             epsilon=config.bootstrap.epsilon,
+            evaluation_batch=evaluation_batch,
             csv_path=run / "metrics" / f"test-{problems.stem}.csv",
             identity=attempt_identity(
-                model_file, problems, budget=budget, rounds=rounds, epsilon=config.bootstrap.epsilon
+                model_file,
+                problems,
+                budget=budget,
+                rounds=rounds,
+                epsilon=config.bootstrap.epsilon,
+                evaluation_batch=evaluation_batch,
             ),
             search_batch=search_batch,
             progress=progress,
@@ -291,10 +332,11 @@ def test(
 
 
 def _test_round(
-    pool: BatchSearcher, weights: dict[str, torch.Tensor], epsilon: float, levels: Sequence[Any], budget: int
+    pool: BatchSearcher, method: Method, epsilon: float, batch_size: int, levels: Sequence[Any], budget: int
 ) -> list[SearchResult]:
     """One round of the test procedure on `pool`, with the method's test evaluator."""
-    return pool.search(weights, levels, budget=budget, epsilon=epsilon, record_graph=False, test=True)
+    return pool.search(method, levels, budget=budget, epsilon=epsilon, record_graph=False, batch_size=batch_size,
+                       test=True)  # fmt: skip
 
 
 def subgoals(run: Path, problems: Path, *, index: int = 0, checkpoint: str = "best") -> SubgoalView:

@@ -33,9 +33,11 @@ from pydantic import (
 
 from sgps.domains.registry import domain_names
 from sgps.errors import ConfigError
+from sgps.models.precision import PRECISIONS
 from sgps.models.subgoal import CONDITIONINGS, MIXTURES
 from sgps.models.vqvae import CODEBOOKS
 from sgps.search.costs import DUPLICATE_RULES
+from sgps.search.shared import EVALUATOR_PLACES
 from sgps.training.budget import SCHEDULES
 from sgps.training.methods.flat.samples import LOSSES
 from sgps.training.methods.subgoal.clustering import HIERARCHIES
@@ -47,6 +49,7 @@ MAX_WIDTH = 4096  # channels, hidden units, code dimension
 MAX_BLOCKS = 64  # residual blocks
 MAX_SEED = 2**64 - 1  # seeds are 64-bit unsigned integers
 MAX_COUNT = 10**9  # epochs, minibatch sizes, buffers: larger is a typo
+MAX_EVALUATION_BATCH = 4096  # children a search gathers before evaluating them
 
 #: Algorithms `sgps train` knows: the flat baselines and the subgoal-guided policies.
 ALGORITHMS = ("phs", "levin", "wastar", "phs-sg", "levin-sg")
@@ -115,10 +118,16 @@ RULES: dict[str, dict[str, Any]] = {
         "device": _choice(("cpu", "cuda", "auto")),
         "validation_fraction": _number(0.0, 1.0, open_high=True),
         "workers": _integer(0, 1024, " (0: one per core)"),
+        "evaluator": _choice(EVALUATOR_PLACES),
         "tensorboard": Annotated[str, Field(strict=True, description='a folder for TensorBoard events ("": none)')],
     },
     "network": {"channels": WIDTH, "blocks": BLOCKS, "batch_norm": FLAG},
-    "search": {"levin_plus_one": FLAG, "duplicates": _choice(DUPLICATE_RULES)},
+    "search": {
+        "levin_plus_one": FLAG,
+        "duplicates": _choice(DUPLICATE_RULES),
+        "evaluation_batch": _integer(0, MAX_EVALUATION_BATCH, " (0: 1 on a CPU, 32 on a GPU)"),
+        "precision": _choice(PRECISIONS),
+    },
     "learner": {
         "learning_rate": LEARNING_RATE,
         "weight_decay": FRACTION,

@@ -53,7 +53,7 @@ def build_subgoal_method(domain: Domain[Any], example: Any, config: TrainConfig)
     generator = torch.Generator().manual_seed(config.bootstrap.seed)
     learner = SubgoalLearner(model, config.subgoal, config.learner, generator)
     algorithm = search_algorithm(SUBGOAL_COSTS[config.run.algorithm], config)
-    return SubgoalMethod(domain, algorithm, learner, config.bootstrap.seed, device)
+    return SubgoalMethod(domain, algorithm, learner, config.bootstrap.seed, device, config.search.precision)
 
 
 def build_flat_method(domain: Domain[Any], example: Any, config: TrainConfig) -> FlatMethod:
@@ -74,7 +74,7 @@ def build_flat_method(domain: Domain[Any], example: Any, config: TrainConfig) ->
     network = FlatNetwork(network_config).to(pick_device(config.run.device))
     generator = torch.Generator().manual_seed(config.bootstrap.seed)
     learner = FlatLearner(network, config.learner, generator)
-    return FlatMethod(domain, search_algorithm(config.run.algorithm, config), learner)
+    return FlatMethod(domain, search_algorithm(config.run.algorithm, config), learner, config.search.precision)
 
 
 #: `run.algorithm` -> the builder of its method (a new method registers here; see `sgps.training.methods`).

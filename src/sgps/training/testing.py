@@ -91,8 +91,11 @@ class TestSummary:
                 f"low-level steps {self.total_domain_steps:,}")  # fmt: skip
 
 
-def attempt_identity(checkpoint: Path, problems: Path, *, budget: int, rounds: int, epsilon: float) -> str:
-    """What a test's attempts depend on: the checkpoint's and the level file's bytes, budget, rounds and ε.
+def attempt_identity(
+    checkpoint: Path, problems: Path, *, budget: int, rounds: int, epsilon: float, evaluation_batch: int = 1
+) -> str:
+    """What a test's attempts depend on: the checkpoint's and the level file's bytes, budget, rounds, ε
+    and the evaluation batch (named only when it is not 1, so older journals keep their identity).
 
     A journal of attempts (`AttemptJournal`) is resumed only by a test of the same identity.
     """
@@ -101,6 +104,8 @@ def attempt_identity(checkpoint: Path, problems: Path, *, budget: int, rounds: i
         with open(path, "rb") as handle:
             digest.update(hashlib.file_digest(handle, "sha256").digest())
     digest.update(f"budget={budget};rounds={rounds};epsilon={epsilon!r}".encode())
+    if evaluation_batch != 1:
+        digest.update(f";evaluation_batch={evaluation_batch}".encode())
     return digest.hexdigest()
 
 
@@ -174,13 +179,16 @@ def run_test(
     budget: int = 4000,
     rounds: int = 1,
     epsilon: float = 0.01,
+    evaluation_batch: int = 1,
     csv_path: Path | None = None,
     identity: str | None = None,
     search_batch: Callable[[Sequence[Any], int], list[SearchResult]] | None = None,
     children: ChildGenerator[Any] | None = None,
     progress: TestProgress | None = None,
 ) -> TestSummary:
-    """Round r searches every still-unsolved problem with budget `budget` * 2^(r-1), in exact order.
+    """Round r searches every still-unsolved problem with budget `budget` * 2^(r-1), in lockstep.
+
+    `evaluation_batch`: children each search gathers before an evaluation (1: exact order).
 
     The CSV has a row per attempt; its `steps` column counts the primitive transitions
     the search computed (`SearchResult.domain_steps`), the measure of effort that
@@ -209,7 +217,7 @@ def run_test(
             record = functools.partial(_record, done, journal, todo, round_number, round_budget)
             _search_round(domain, [levels[i] for i in todo], algorithm, evaluator, round_budget, epsilon, search_batch,
                           children, progress, round_number, record, already=len(unsolved) - len(todo),
-                          total=len(unsolved))  # fmt: skip
+                          total=len(unsolved), evaluation_batch=evaluation_batch)  # fmt: skip
         rows += [done[(round_number, p)] for p in unsolved]
         unsolved = [p for p in unsolved if done[(round_number, p)][2] == "0"]
     if csv_path is not None:
@@ -254,6 +262,7 @@ def _search_round(
     *,
     already: int,
     total: int,
+    evaluation_batch: int = 1,
 ) -> None:
     """Search `batch` with `budget`, telling `on_result` each result (`already` of the round's `total` were done)."""
     if search_batch is not None:
@@ -264,8 +273,8 @@ def _search_round(
     if progress is not None:
         on_finished = functools.partial(_told, progress, round_number, budget, already, total)
         on_finished(0)
-    search_lockstep(domain, batch, algorithm, evaluator, budget=budget, epsilon=epsilon, children=children,
-                    on_finished=on_finished, on_result=on_result)  # fmt: skip
+    search_lockstep(domain, batch, algorithm, evaluator, budget=budget, epsilon=epsilon, batch_size=evaluation_batch,
+                    children=children, on_finished=on_finished, on_result=on_result)  # fmt: skip
 
 
 def _told(progress: TestProgress, round_number: int, budget: int, already: int, total: int, finished: int) -> None:

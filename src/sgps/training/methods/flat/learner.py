@@ -89,11 +89,13 @@ class FlatMethod:
     needs_graphs = False
     report_columns = ("loss",)
 
-    def __init__(self, domain: Domain[Any], algorithm: Algorithm, learner: FlatLearner) -> None:
+    def __init__(
+        self, domain: Domain[Any], algorithm: Algorithm, learner: FlatLearner, precision: str = "float32"
+    ) -> None:
         self.domain = domain
         self.algorithm = algorithm
         self.learner = learner
-        self._evaluator = NetworkEvaluator(domain, learner.network)
+        self._evaluator = NetworkEvaluator(domain, learner.network, precision=precision)
 
     def evaluator(self) -> NetworkEvaluator:
         return self._evaluator

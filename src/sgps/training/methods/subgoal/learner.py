@@ -313,7 +313,13 @@ class SubgoalMethod:
     report_columns = REPORT_COLUMNS
 
     def __init__(
-        self, domain: Domain[Any], algorithm: Algorithm, learner: SubgoalLearner, seed: int, device: torch.device
+        self,
+        domain: Domain[Any],
+        algorithm: Algorithm,
+        learner: SubgoalLearner,
+        seed: int,
+        device: torch.device,
+        precision: str = "float32",
     ) -> None:
         self.domain = domain
         self.algorithm = algorithm
@@ -323,8 +329,8 @@ class SubgoalMethod:
         self.lengths = LengthBuffer(self.settings.length_buffer)
         self.rng = np.random.default_rng([seed, 0x5B])  # cluster seeds, pair draws, segment lengths
         model, mixture = learner.model, self.settings.mixture
-        self._train_evaluator = SubgoalEvaluator(domain, model, self.settings.alpha_train, mixture, device)
-        self._test_evaluator = SubgoalEvaluator(domain, model, self.settings.alpha_test, mixture, device)
+        self._train_evaluator = SubgoalEvaluator(domain, model, self.settings.alpha_train, mixture, device, precision)
+        self._test_evaluator = SubgoalEvaluator(domain, model, self.settings.alpha_test, mixture, device, precision)
 
     @property
     def model(self) -> SubgoalModel:

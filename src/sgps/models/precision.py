@@ -1,0 +1,52 @@
+"""The number format of search evaluations (`search.precision`); learning always runs in float32.
+
+- ``float32``: exact single precision everywhere (on a GPU, TF32 tensor cores are switched
+  off for the evaluation, so a GPU and a CPU compute the same function up to rounding);
+- ``tf32``: on a GPU, convolutions and matrix products in TF32 (10-bit mantissa inputs,
+  float32 accumulation); on a CPU the same as float32;
+- ``bfloat16``: autocast to bfloat16 (convolutions and matrix products in bf16, reductions
+  such as softmax in float32), on a GPU and on CPUs with bf16 units (AVX512-bf16, AMX).
+
+Anything other than float32 changes the numbers the search sees, and so may change the
+order of expansions: docs/training.md ("Evaluation precision") records the measured effect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+
+PRECISIONS = ("float32", "tf32", "bfloat16")
+
+
+@contextlib.contextmanager
+def evaluation_precision(device: torch.device, precision: str) -> Iterator[None]:
+    """Evaluate inside this block in `precision` on `device` (flags restored on exit)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision == "bfloat16":
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            yield
+        return
+    if device.type != "cuda":
+        yield
+        return
+    allow = precision == "tf32"
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = allow
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU has bf16 arithmetic units (AVX512-bf16 or AMX), read from /proc/cpuinfo."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+            flags = cpuinfo.read()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags

@@ -1,0 +1,221 @@
+"""One evaluator for many search processes: requests and answers travel through shared memory.
+
+Each search process runs its searches in lockstep (`search_lockstep`) with a
+`RemoteEvaluator`: it computes the observations of the states its searches ask about,
+writes them into its `Channel`'s request array (a block of shared memory, so no
+observation is pickled), and tells the serving process how many rows it wrote. The
+serving process (`EvaluationServer`) waits for any channel with a request, takes
+every request waiting at that moment, evaluates them as one batch, writes each
+channel's answers back into its answer array and wakes it. While the evaluator works
+on one batch (on a GPU, say), the other processes expand their searches and queue the
+next requests, so the evaluator sees batches from many processes at once.
+
+A request never changes the answer of another: an evaluator answers each row from
+that row's observation alone (networks in eval mode), so a search finds what it would
+find in one in-process lockstep run (up to the evaluator's floating-point behaviour
+across batch sizes).
+
+This module does not import torch: the server evaluates with any callable that maps an
+observation array [B, C, H, W] to ``(log_policy [B, |A|] or None, heuristic [B] or None)``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sgps.domains.base import Domain
+from sgps.search.evaluators import Evaluation
+
+#: Evaluates a batch of observations [B, C, H, W] (`NetworkEvaluator.evaluate_observations`).
+EvaluateObservations = Callable[[np.ndarray], Evaluation]
+
+#: Where the searches of a pool of processes are evaluated (`run.evaluator`): by one shared
+#: evaluator, by a model copy in each process, or "auto" (`evaluator_place`).
+EVALUATOR_PLACES = ("auto", "shared", "per-process")
+
+#: Message kinds on a channel's pipe (search process -> server).
+EVALUATE, RESULTS, FAILED = "evaluate", "results", "failed"
+
+
+def evaluator_place(setting: str, device_type: str) -> str:
+    """ "shared" or "per-process" for `run.evaluator` with the model on `device_type` ("auto":
+    shared when the model is on a GPU, model copies on a CPU; docs/training.md measures both)."""
+    if setting == "auto":
+        return "shared" if device_type == "cuda" else "per-process"
+    return setting
+
+
+@dataclass(frozen=True)
+class ChannelLayout:
+    """Where a channel's arrays lie: a file mapped by both processes, and its shapes.
+
+    `rows`: observations one request can hold (larger requests are sent in parts).
+    """
+
+    path: str
+    rows: int
+    observation_shape: tuple[int, ...]
+    num_actions: int
+
+    @property
+    def request_bytes(self) -> int:
+        return self.rows * int(np.prod(self.observation_shape)) * 4
+
+    @property
+    def answer_bytes(self) -> int:
+        return self.rows * (self.num_actions + 1) * 8
+
+    @property
+    def size(self) -> int:
+        return self.request_bytes + self.answer_bytes
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The request array [rows, C, H, W] float32 and the answer array [rows, |A| + 1] float64
+        (log π in the first |A| columns, h in the last), mapped from the file."""
+        requests = np.memmap(self.path, np.float32, "r+", 0, (self.rows, *self.observation_shape))
+        answers = np.memmap(self.path, np.float64, "r+", self.request_bytes, (self.rows, self.num_actions + 1))
+        return requests, answers
+
+
+def shared_folder(size: int) -> Path:
+    """A folder for `size` bytes of shared arrays: /dev/shm when it has room twice over
+    (it is memory; container defaults can be as small as 64 MiB), else the temp folder
+    (a mapped file there stays in the page cache)."""
+    shm = Path("/dev/shm")
+    try:
+        stats = os.statvfs(shm)
+        if stats.f_bavail * stats.f_frsize >= 2 * size:
+            return shm
+    except OSError:
+        pass
+    return Path(tempfile.gettempdir())
+
+
+def create_layouts(count: int, rows: int, observation_shape: Sequence[int], num_actions: int) -> list[ChannelLayout]:
+    """`count` channel layouts, their files created (zero-filled) in one `shared_folder`."""
+    shape = tuple(int(n) for n in observation_shape)
+    size = ChannelLayout("", rows, shape, num_actions).size
+    folder = shared_folder(count * size)
+    layouts = []
+    for _ in range(count):
+        handle, path = tempfile.mkstemp(prefix="sgps-evaluation-", dir=folder)
+        try:
+            os.ftruncate(handle, size)
+        finally:
+            os.close(handle)
+        layouts.append(ChannelLayout(path, rows, shape, num_actions))
+    return layouts
+
+
+def remove_layouts(layouts: Iterable[ChannelLayout]) -> None:
+    """Delete the channels' files (the mappings of live processes stay valid until unmapped)."""
+    for layout in layouts:
+        Path(layout.path).unlink(missing_ok=True)
+
+
+class RemoteEvaluator:
+    """An `Evaluator` for a search process: observes the states here, evaluates them in the server."""
+
+    def __init__(self, domain: Domain[Any], connection: Connection, layout: ChannelLayout) -> None:
+        self.domain = domain
+        self.connection = connection
+        self.rows = layout.rows
+        self.requests, self.answers = layout.arrays()
+
+    def __call__(self, states: Sequence[Any]) -> Evaluation:
+        log_policy: list[np.ndarray] = []
+        heuristic: list[np.ndarray] = []
+        for start in range(0, len(states), self.rows):
+            part = states[start : start + self.rows]
+            count = len(part)
+            self.requests[:count] = self.domain.observe(part)
+            self.connection.send((EVALUATE, count))
+            has_policy, has_heuristic = self.connection.recv()
+            answers = np.array(self.answers[:count])
+            if has_policy:
+                log_policy.append(answers[:, :-1])
+            if has_heuristic:
+                heuristic.append(answers[:, -1])
+        return (np.concatenate(log_policy) if log_policy else None,
+                np.concatenate(heuristic) if heuristic else None)  # fmt: skip
+
+
+@dataclass
+class ServerStatistics:
+    """What a server did: evaluator calls, observations evaluated, requests answered."""
+
+    calls: int = 0
+    observations: int = 0
+    requests: int = 0
+
+    @property
+    def mean_batch(self) -> float:
+        return self.observations / self.calls if self.calls else 0.0
+
+
+class EvaluationServer:
+    """Answers the requests of search processes, one evaluator call per gathering of requests."""
+
+    def __init__(self, connections: Sequence[Connection], layouts: Sequence[ChannelLayout]) -> None:
+        if len(connections) != len(layouts):
+            raise ValueError("one layout per connection")
+        self.connections = list(connections)
+        self.arrays = [layout.arrays() for layout in layouts]
+        self.statistics = ServerStatistics()
+
+    def serve(self, evaluate: EvaluateObservations, busy: Iterable[int]) -> dict[int, Any]:
+        """Evaluate with `evaluate` until every channel in `busy` has sent its results.
+
+        Returns each channel's results (what it sent with `RESULTS`). A channel that
+        reports `FAILED` raises `RuntimeError` with its message, after the others finish.
+        """
+        waiting = {self.connections[index]: index for index in busy}
+        results: dict[int, Any] = {}
+        failures: list[str] = []
+        while waiting:
+            requests: list[tuple[int, int]] = []
+            for connection in wait(list(waiting)):
+                index = waiting[connection]
+                kind, payload = connection.recv()
+                if kind == EVALUATE:
+                    requests.append((index, payload))
+                else:
+                    del waiting[connection]
+                    if kind == RESULTS:
+                        results[index] = payload
+                    else:
+                        failures.append(str(payload))
+            if requests:
+                self._answer(evaluate, requests)
+        if failures:
+            raise RuntimeError("a search process failed:\n" + "\n".join(failures))
+        return results
+
+    def _answer(self, evaluate: EvaluateObservations, requests: Sequence[tuple[int, int]]) -> None:
+        if len(requests) == 1:
+            index, count = requests[0]
+            observations = self.arrays[index][0][:count]
+        else:
+            observations = np.concatenate([self.arrays[index][0][:count] for index, count in requests])
+        log_policy, heuristic = evaluate(np.asarray(observations))
+        self.statistics.calls += 1
+        self.statistics.observations += len(observations)
+        self.statistics.requests += len(requests)
+        start = 0
+        for index, count in requests:
+            answers = self.arrays[index][1]
+            end = start + count
+            if log_policy is not None:
+                answers[:count, :-1] = log_policy[start:end]
+            if heuristic is not None:
+                answers[:count, -1] = heuristic[start:end]
+            start = end
+            self.connections[index].send((log_policy is not None, heuristic is not None))

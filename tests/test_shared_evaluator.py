@@ -1,0 +1,92 @@
+"""Search processes around one shared evaluator give exactly the results of lockstep search in one process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from sgps.domains import get_domain
+from sgps.search import search_lockstep
+from sgps.search.shared import create_layouts, evaluator_place, remove_layouts
+from sgps.training.config import resolve_config
+from sgps.training.pool import SharedEvaluatorPool, request_rows
+from sgps.training.setup import build_method
+
+
+def _method(domain, levels, algorithm):
+    config = resolve_config("tiny", overrides={"run": {"algorithm": algorithm, "device": "cpu"}})
+    method = build_method(domain, levels[0], config)
+    torch.manual_seed(5)  # weights unlike a fresh build: the server must evaluate with the live ones
+    module = method.model if hasattr(method, "model") else method.learner.network
+    for parameter in module.parameters():
+        parameter.data.add_(0.2 * torch.randn_like(parameter))
+    return method
+
+
+def _same(got, expected):
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected, strict=True):
+        assert (a.status, a.expanded, a.generated, a.actions) == (b.status, b.expanded, b.generated, b.actions)
+        # ln π of the solution: the network's rounding differs with the batch's size (CPU kernels), not its order
+        if b.solved:
+            assert a.solution_log_prob == pytest.approx(b.solution_log_prob, rel=1e-6)
+        if b.graph is not None:
+            np.testing.assert_array_equal(a.graph.parents, b.graph.parents)
+            np.testing.assert_array_equal(a.graph.rediscovered, b.graph.rediscovered)
+
+
+@pytest.mark.parametrize(("domain_name", "algorithm", "batch_size"), [
+    ("boxworld", "phs-sg", 1), ("tsp", "phs", 1), ("tsp", "levin", 8),
+])  # fmt: skip
+def test_two_search_processes_with_a_shared_evaluator_equal_in_process_lockstep(domain_name, algorithm, batch_size):
+    domain = get_domain(domain_name)
+    levels = [domain.generate(seed) for seed in range(7)]
+    method = _method(domain, levels, algorithm)
+    options = {"budget": 150, "epsilon": 0.01, "batch_size": batch_size}
+    graphs = method.needs_graphs
+    expected = search_lockstep(domain, levels, method.algorithm, method.evaluator(), record_graph=graphs, **options)
+    expected_test = search_lockstep(domain, levels, method.algorithm, method.test_evaluator(), **options)
+    rows = 3  # small on purpose: requests larger than a channel go in parts
+    with SharedEvaluatorPool(2, domain, levels[0], method.algorithm, rows) as pool:
+        got = pool.search(method, levels, record_graph=graphs, **options)
+        got_test = pool.search(method, levels, record_graph=False, test=True, **options)
+        assert pool.server.statistics.requests > pool.server.statistics.calls  # requests of both processes batched
+    _same(got, expected)
+    _same(got_test, expected_test)
+
+
+def test_a_batch_learnt_from_pool_results_gives_the_in_process_weights():
+    domain = get_domain("tsp")
+    levels = [domain.generate(seed) for seed in range(6)]
+    methods = [_method(domain, levels, "phs") for _ in range(2)]
+    local = search_lockstep(domain, levels, methods[0].algorithm, methods[0].evaluator(), budget=400)
+    assert any(r.solved for r in local)
+    methods[0].learn(domain, local)
+    with SharedEvaluatorPool(2, domain, levels[0], methods[1].algorithm, 64) as pool:
+        methods[1].learn(domain, pool.search(methods[1], levels, budget=400, epsilon=0.01, record_graph=False))
+    for name, tensor in methods[0].model_weights().items():
+        torch.testing.assert_close(methods[1].model_weights()[name], tensor, rtol=0, atol=0)
+
+
+def test_a_failing_search_process_raises_in_the_training_process():
+    domain = get_domain("tsp")
+    levels = [domain.generate(seed) for seed in range(3)]
+    method = _method(domain, levels, "phs")
+    with SharedEvaluatorPool(2, domain, levels[0], method.algorithm, 8) as pool, pytest.raises(RuntimeError,
+                                                                                                match="ValueError"):
+        pool.search(method, levels, budget=0, epsilon=0.01, record_graph=False)  # budget 0 is refused by the engine
+
+
+def test_channel_files_are_removed_and_places_resolved():
+    layouts = create_layouts(2, 4, (3, 5, 5), 4)
+    requests, answers = layouts[0].arrays()
+    assert requests.shape == (4, 3, 5, 5) and answers.shape == (4, 5)
+    assert requests.dtype == np.float32 and answers.dtype == np.float64
+    remove_layouts(layouts)
+    assert not any(Path(layout.path).exists() for layout in layouts)
+    assert evaluator_place("auto", "cuda") == "shared" and evaluator_place("auto", "cpu") == "per-process"
+    assert request_rows(16, 1, 4) == 64 and request_rows(1000, 32, 4) == 2048
+
