@@ -120,3 +120,27 @@ def test_the_evaluation_batch_is_picked_by_device_when_a_run_starts(tmp_path, ca
     assert resolve_config("tiny").search.evaluation_batch == 0
     assert main(argv) == 0, capsys.readouterr().err
     assert load_run_config(run / "config.toml").search.evaluation_batch == 1  # resolved and written
+
+
+def test_a_shared_evaluator_with_ray_is_refused_before_anything_is_written(tmp_path):
+    from sgps.training import runner
+
+    domain = get_domain("tsp")
+    problems = tmp_path / "train.txt"
+    write_levels(problems, domain, [domain.generate(seed) for seed in range(4)])
+    with pytest.raises(ConfigError, match="Ray actors evaluate with their own CPU copies"):
+        runner.train(problems, tmp_path / "run", preset="tiny", overrides={"run": {"evaluator": "shared"}},
+                     executor="ray", quiet=True)  # fmt: skip
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("precision", ["float32", "tf32"])
+def test_gpu_tf32_switches_are_set_inside_and_restored_after(precision):
+    from sgps.models.precision import _tf32_switches
+
+    switches = _tf32_switches()
+    before = [getattr(owner, name) for owner, name, _, _ in switches]
+    with evaluation_precision(torch.device("cuda"), precision):  # flags only: no GPU needed
+        inside = [getattr(owner, name) for owner, name, _, _ in switches]
+    assert inside == [on if precision == "tf32" else off for _, _, on, off in switches]
+    assert [getattr(owner, name) for owner, name, _, _ in switches] == before

@@ -10,7 +10,7 @@ import torch
 
 from sgps.domains import get_domain
 from sgps.search import search_lockstep
-from sgps.search.shared import create_layouts, evaluator_place, remove_layouts
+from sgps.search.shared import SearchProcessError, create_layouts, evaluator_place, remove_layouts
 from sgps.training.config import resolve_config
 from sgps.training.pool import SharedEvaluatorPool, request_rows
 from sgps.training.setup import build_method
@@ -71,13 +71,15 @@ def test_a_batch_learnt_from_pool_results_gives_the_in_process_weights():
         torch.testing.assert_close(methods[1].model_weights()[name], tensor, rtol=0, atol=0)
 
 
-def test_a_failing_search_process_raises_in_the_training_process():
+def test_a_search_that_raises_in_a_worker_is_reported_and_the_pool_goes_on():
     domain = get_domain("tsp")
     levels = [domain.generate(seed) for seed in range(3)]
     method = _method(domain, levels, "phs")
-    with SharedEvaluatorPool(2, domain, levels[0], method.algorithm, 8) as pool, pytest.raises(RuntimeError,
-                                                                                                match="ValueError"):
-        pool.search(method, levels, budget=0, epsilon=0.01, record_graph=False)  # budget 0 is refused by the engine
+    with SharedEvaluatorPool(2, domain, levels[0], method.algorithm, 8) as pool:
+        with pytest.raises(SearchProcessError, match="ValueError"):
+            pool.search(method, levels, budget=0, epsilon=0.01, record_graph=False)  # budget 0: the engine refuses
+        assert not pool.broken
+        assert len(pool.search(method, levels, budget=50, epsilon=0.01, record_graph=False)) == 3
 
 
 def test_channel_files_are_removed_and_places_resolved():
@@ -90,3 +92,54 @@ def test_channel_files_are_removed_and_places_resolved():
     assert evaluator_place("auto", "cuda") == "shared" and evaluator_place("auto", "cpu") == "per-process"
     assert request_rows(16, 1, 4) == 64 and request_rows(1000, 32, 4) == 2048
 
+
+
+def test_the_channel_files_are_gone_once_the_workers_run():
+    domain = get_domain("tsp")
+    levels = [domain.generate(seed) for seed in range(2)]
+    method = _method(domain, levels, "phs")
+    with SharedEvaluatorPool(2, domain, levels[0], method.algorithm, 8) as pool:
+        assert not any(Path(layout.path).exists() for layout in pool.layouts)
+        assert len(pool.search(method, levels, budget=50, epsilon=0.01, record_graph=False)) == 2
+
+
+def test_an_evaluator_that_raises_stops_the_workers_and_the_pool_refuses_more_batches():
+    domain = get_domain("tsp")
+    levels = [domain.generate(seed) for seed in range(4)]
+    method = _method(domain, levels, "phs")
+
+    class Broken:
+        def evaluate_observations(self, observations):
+            raise MemoryError("out of device memory")
+
+    broken = type("BrokenMethod", (), {"evaluator": lambda self: Broken()})()
+    with SharedEvaluatorPool(2, domain, levels[0], method.algorithm, 8) as pool:
+        with pytest.raises(MemoryError, match="out of device memory"):
+            pool.search(broken, levels, budget=50, epsilon=0.01, record_graph=False)
+        assert pool.broken and not any(process.is_alive() for process in pool.processes)
+        with pytest.raises(RuntimeError, match="stopped after an earlier failure"):
+            pool.search(method, levels, budget=50, epsilon=0.01, record_graph=False)
+
+
+def test_a_search_process_that_dies_is_named():
+    domain = get_domain("tsp")
+    levels = [domain.generate(seed) for seed in range(4)]
+    method = _method(domain, levels, "phs")
+
+    class Killing:
+        """Kills search process 0 at the first request, then answers as the real evaluator."""
+
+        def __init__(self, pool):
+            self.pool, self.killed = pool, False
+
+        def evaluate_observations(self, observations):
+            if not self.killed:
+                self.pool.processes[0].kill()
+                self.pool.processes[0].join()
+                self.killed = True
+            return method.evaluator().evaluate_observations(observations)
+
+    with SharedEvaluatorPool(2, domain, levels[0], method.algorithm, 8) as pool:
+        killing = type("KillingMethod", (), {"evaluator": lambda self: Killing(pool)})()
+        with pytest.raises(RuntimeError, match="search process 0 stopped unexpectedly"):
+            pool.search(killing, levels, budget=2000, epsilon=0.01, record_graph=False)

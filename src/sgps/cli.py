@@ -186,7 +186,8 @@ def _add_train_command(commands: Any) -> None:
     )  # fmt: skip
     train_cmd.add_argument(
         "--evaluation-batch", type=_int, metavar="K",
-        help="children a search gathers per evaluation (default 1: exact order; 32: the reference trainer's)",
+        help="children a search gathers per evaluation (1: exact order; 32: the reference trainer's; "
+        "default 0: 1 on a CPU, 32 on a GPU)",
     )  # fmt: skip
     train_cmd.add_argument(
         "--precision", choices=PRECISIONS, help="number format of search evaluations (default: float32)"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -33,13 +34,25 @@ def evaluation_precision(device: torch.device, precision: str) -> Iterator[None]
     if device.type != "cuda":
         yield
         return
-    allow = precision == "tf32"
-    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = allow
+    switches = _tf32_switches()
+    saved = [getattr(owner, name) for owner, name, _, _ in switches]
+    for owner, name, on, off in switches:
+        setattr(owner, name, on if precision == "tf32" else off)
     try:
         yield
     finally:
-        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+        for (owner, name, _, _), value in zip(switches, saved, strict=True):
+            setattr(owner, name, value)
+
+
+def _tf32_switches() -> list[tuple[Any, str, Any, Any]]:
+    """(owner, attribute, value for TF32, value for exact float32) of the matrix-product and
+    convolution switches: the `fp32_precision` settings where torch has them (reading the
+    older `allow_tf32` flags raises once a program has set those), else `allow_tf32`."""
+    matmul, conv = torch.backends.cuda.matmul, getattr(torch.backends.cudnn, "conv", None)
+    if hasattr(matmul, "fp32_precision") and hasattr(conv, "fp32_precision"):
+        return [(matmul, "fp32_precision", "tf32", "ieee"), (conv, "fp32_precision", "tf32", "ieee")]
+    return [(matmul, "allow_tf32", True, False), (torch.backends.cudnn, "allow_tf32", True, False)]
 
 
 def cpu_has_bf16() -> bool:

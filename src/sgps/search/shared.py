@@ -42,7 +42,11 @@ EvaluateObservations = Callable[[np.ndarray], Evaluation]
 EVALUATOR_PLACES = ("auto", "shared", "per-process")
 
 #: Message kinds on a channel's pipe (search process -> server).
-EVALUATE, RESULTS, FAILED = "evaluate", "results", "failed"
+READY, EVALUATE, RESULTS, FAILED = "ready", "evaluate", "results", "failed"
+
+
+class SearchProcessError(RuntimeError):
+    """A search raised in a search process (its traceback is the message); the others finished."""
 
 
 def evaluator_place(setting: str, device_type: str) -> str:
@@ -164,27 +168,31 @@ class ServerStatistics:
 class EvaluationServer:
     """Answers the requests of search processes, one evaluator call per gathering of requests."""
 
-    def __init__(self, connections: Sequence[Connection], layouts: Sequence[ChannelLayout]) -> None:
-        if len(connections) != len(layouts):
-            raise ValueError("one layout per connection")
-        self.connections = list(connections)
+    def __init__(self, layouts: Sequence[ChannelLayout]) -> None:
         self.arrays = [layout.arrays() for layout in layouts]
         self.statistics = ServerStatistics()
 
-    def serve(self, evaluate: EvaluateObservations, busy: Iterable[int]) -> dict[int, Any]:
+    def serve(
+        self, evaluate: EvaluateObservations, connections: Sequence[Connection], busy: Iterable[int]
+    ) -> dict[int, Any]:
         """Evaluate with `evaluate` until every channel in `busy` has sent its results.
 
+        `connections[i]` is the pipe of the process that uses channel i (layout i).
         Returns each channel's results (what it sent with `RESULTS`). A channel that
-        reports `FAILED` raises `RuntimeError` with its message, after the others finish.
+        reports `FAILED` raises `SearchProcessError` with its message, after the others finish; a
+        channel whose process is gone raises `RuntimeError` at once.
         """
-        waiting = {self.connections[index]: index for index in busy}
+        waiting = {connections[index]: index for index in busy}
         results: dict[int, Any] = {}
         failures: list[str] = []
         while waiting:
             requests: list[tuple[int, int]] = []
             for connection in wait(list(waiting)):
                 index = waiting[connection]
-                kind, payload = connection.recv()
+                try:
+                    kind, payload = connection.recv()
+                except (EOFError, OSError):
+                    raise RuntimeError(f"search process {index} stopped unexpectedly") from None
                 if kind == EVALUATE:
                     requests.append((index, payload))
                 else:
@@ -194,12 +202,14 @@ class EvaluationServer:
                     else:
                         failures.append(str(payload))
             if requests:
-                self._answer(evaluate, requests)
+                self._answer(evaluate, connections, requests)
         if failures:
-            raise RuntimeError("a search process failed:\n" + "\n".join(failures))
+            raise SearchProcessError("a search process failed:\n" + "\n".join(failures))
         return results
 
-    def _answer(self, evaluate: EvaluateObservations, requests: Sequence[tuple[int, int]]) -> None:
+    def _answer(
+        self, evaluate: EvaluateObservations, connections: Sequence[Connection], requests: Sequence[tuple[int, int]]
+    ) -> None:
         if len(requests) == 1:
             index, count = requests[0]
             observations = self.arrays[index][0][:count]
@@ -218,4 +228,4 @@ class EvaluationServer:
             if heuristic is not None:
                 answers[:count, -1] = heuristic[start:end]
             start = end
-            self.connections[index].send((log_policy is not None, heuristic is not None))
+            connections[index].send((log_policy is not None, heuristic is not None))

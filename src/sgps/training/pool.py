@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import multiprocessing
+import time
 import traceback
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -41,10 +42,12 @@ from sgps.search.drivers import search_lockstep
 from sgps.search.engine import SearchResult
 from sgps.search.shared import (
     FAILED,
+    READY,
     RESULTS,
     ChannelLayout,
     EvaluationServer,
     RemoteEvaluator,
+    SearchProcessError,
     create_layouts,
     remove_layouts,
 )
@@ -54,6 +57,9 @@ from sgps.training.setup import build_method
 
 #: Rows of one evaluation request through shared memory at most (larger ones go in parts).
 MAX_REQUEST_ROWS = 2048
+#: Seconds a shared-evaluator worker may take to start (spawn, imports) and to stop.
+STARTUP_SECONDS = 120
+CLOSE_SECONDS = 10
 
 
 def request_rows(searches: int, evaluation_batch: int, num_actions: int) -> int:
@@ -166,8 +172,9 @@ class SearchPool:
 
 
 def _search_process(domain: Domain[Any], algorithm: Algorithm, connection: Connection, layout: ChannelLayout) -> None:
-    """A `SharedEvaluatorPool` worker: search each share it is sent, evaluating through the server."""
+    """A `SharedEvaluatorPool` worker: map its channel, say so, then search each share it is sent."""
     evaluator = RemoteEvaluator(domain, connection, layout)
+    connection.send((READY, None))
     while (task := connection.recv()) is not None:
         levels, options = task
         try:
@@ -185,6 +192,12 @@ class SharedEvaluatorPool:
     and compute observations; the training process evaluates the requests of all
     workers together (`sgps.search.shared.EvaluationServer`) with the method's current
     model, wherever it lives. `rows`: the largest request sent in one piece (`request_rows`).
+
+    The channels' files are deleted as soon as every process has mapped its own, so
+    nothing is left on disk however the pool ends. A search that raises in a worker is
+    reported once the others finish, and the pool stays usable; anything else that stops
+    a batch (the evaluator raising, a worker dying, an interrupt) stops the workers at
+    once, and the pool refuses further batches.
     """
 
     def __init__(self, workers: int, domain: Domain[Any], example: Any, algorithm: Algorithm, rows: int) -> None:
@@ -192,18 +205,40 @@ class SharedEvaluatorPool:
             raise ValueError("a search pool needs at least 2 workers")
         context = multiprocessing.get_context("spawn")
         self.workers = workers
+        self.broken = False
         self.layouts = create_layouts(workers, rows, domain.observation_shape(example), domain.num_actions)
-        pipes = [context.Pipe() for _ in range(workers)]
-        self.processes = [
-            context.Process(target=_search_process, args=(domain, algorithm, child, layout), daemon=True)
-            for (_, child), layout in zip(pipes, self.layouts, strict=True)
-        ]
-        for process in self.processes:
-            process.start()
-        for _, child in pipes:
-            child.close()
-        self.connections = [parent for parent, _ in pipes]
-        self.server = EvaluationServer(self.connections, self.layouts)
+        self.processes: list[Any] = []
+        self.connections: list[Connection] = []
+        try:
+            self.server = EvaluationServer(self.layouts)
+            for layout in self.layouts:
+                parent, child = context.Pipe()
+                process = context.Process(target=_search_process, args=(domain, algorithm, child, layout),
+                                          daemon=True)  # fmt: skip
+                process.start()
+                child.close()
+                self.processes.append(process)
+                self.connections.append(parent)
+            for index, connection in enumerate(self.connections):
+                self._await_start(index, connection)
+        except BaseException:
+            self._stop()
+            raise
+        finally:
+            remove_layouts(self.layouts)
+
+    def _await_start(self, index: int, connection: Connection) -> None:
+        failure = f"search process {index} did not start"
+        if not connection.poll(STARTUP_SECONDS):
+            raise RuntimeError(f"{failure} within {STARTUP_SECONDS} s")
+        try:
+            kind, _ = connection.recv()
+        except (EOFError, OSError):
+            self.processes[index].join(timeout=5)
+            code = self.processes[index].exitcode
+            raise RuntimeError(f"{failure} (exit code {code}); its error is printed above") from None
+        if kind != READY:
+            raise RuntimeError(f"{failure}: it sent {kind!r}")
 
     def search(
         self,
@@ -217,26 +252,42 @@ class SharedEvaluatorPool:
         test: bool = False,
     ) -> list[SearchResult]:
         """Search `levels` (dealt round-robin to the workers) with `method`'s evaluator; results in input order."""
+        if self.broken:
+            raise RuntimeError("this search pool stopped after an earlier failure; start a new one")
         shares = deal(levels, self.workers)
         options = {"budget": budget, "epsilon": epsilon, "batch_size": batch_size, "record_graph": record_graph}
-        for connection, share in zip(self.connections, shares, strict=False):
-            connection.send((share, options))
         evaluator = method.test_evaluator() if test else method.evaluator()
-        answers = self.server.serve(evaluator.evaluate_observations, range(len(shares)))
+        try:
+            for connection, share in zip(self.connections, shares, strict=False):
+                connection.send((share, options))
+            answers = self.server.serve(evaluator.evaluate_observations, self.connections, range(len(shares)))
+        except SearchProcessError:
+            raise
+        except BaseException:
+            self.broken = True
+            self._stop()
+            raise
         return gather([answers[index] for index in range(len(shares))], len(levels))
 
-    def close(self) -> None:
-        for connection in self.connections:
-            with contextlib.suppress(OSError):  # the worker is gone already
-                connection.send(None)
+    def _stop(self) -> None:
+        """Stop every worker now (they may be waiting for answers that will not come)."""
         for process in self.processes:
-            process.join(timeout=5)
             if process.is_alive():
                 process.terminate()
-                process.join()
+        for process in self.processes:
+            process.join()
+
+    def close(self) -> None:
+        if not self.broken:
+            for connection in self.connections:
+                with contextlib.suppress(OSError):  # the worker is gone already
+                    connection.send(None)
+            deadline = time.monotonic() + CLOSE_SECONDS
+            for process in self.processes:
+                process.join(timeout=max(0.0, deadline - time.monotonic()))
+        self._stop()
         for connection in self.connections:
             connection.close()
-        remove_layouts(self.layouts)
 
     def __enter__(self) -> SharedEvaluatorPool:
         return self

@@ -90,6 +90,9 @@ def train(
     if config.run.tensorboard:  # before anything is written: a missing package is refused here
         require_tensorboard()
     device = pick_device(config.run.device)
+    if executor == "ray" and config.run.evaluator == "shared":
+        raise ConfigError('run.evaluator = "shared" is for local search processes; Ray actors evaluate with '
+                          "their own CPU copies (drop it, or use --executor local)")  # fmt: skip
     if executor == "ray":  # before anything is written: Ray missing or unreachable is refused here
         ray = connect(ray_address)
         workers = config.run.workers or cluster_cpus(ray)
@@ -100,7 +103,8 @@ def train(
         raise ConfigError("--threads must be at least 1")
     torch.set_num_threads(threads)
     run_settings = dataclasses.replace(config.run, domain=levels.domain.name, workers=workers)
-    evaluation_batch = config.search.evaluation_batch or default_evaluation_batch(device.type)
+    search_device = "cpu" if executor == "ray" else device.type  # Ray actors always search on their CPUs
+    evaluation_batch = config.search.evaluation_batch or default_evaluation_batch(search_device)
     search_settings = dataclasses.replace(config.search, evaluation_batch=evaluation_batch)
     config = dataclasses.replace(config, run=run_settings, search=search_settings)
     shape = levels.observation_shape()
