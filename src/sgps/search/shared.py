@@ -228,4 +228,7 @@ class EvaluationServer:
             if heuristic is not None:
                 answers[:count, -1] = heuristic[start:end]
             start = end
-            connections[index].send((log_policy is not None, heuristic is not None))
+            try:
+                connections[index].send((log_policy is not None, heuristic is not None))
+            except OSError:  # a broken pipe: the process is gone
+                raise RuntimeError(f"search process {index} stopped unexpectedly") from None

@@ -258,8 +258,11 @@ class SharedEvaluatorPool:
         options = {"budget": budget, "epsilon": epsilon, "batch_size": batch_size, "record_graph": record_graph}
         evaluator = method.test_evaluator() if test else method.evaluator()
         try:
-            for connection, share in zip(self.connections, shares, strict=False):
-                connection.send((share, options))
+            for index, (connection, share) in enumerate(zip(self.connections, shares, strict=False)):
+                try:
+                    connection.send((share, options))
+                except OSError:  # a broken pipe: the process is gone
+                    raise RuntimeError(f"search process {index} stopped unexpectedly") from None
             answers = self.server.serve(evaluator.evaluate_observations, self.connections, range(len(shares)))
         except SearchProcessError:
             raise
