@@ -178,7 +178,8 @@ def _add_train_command(commands: Any) -> None:
     train_cmd.add_argument("--seed", type=_int, help="run seed")
     train_cmd.add_argument("--device", choices=("cpu", "cuda", "auto"), help="default: auto")
     train_cmd.add_argument(
-        "--workers", type=_int, help="search processes on cpu (default 0: one per core; 1: search in this process)"
+        "--workers", type=_int, help="search processes (default 0: one per core, one fewer around a shared evaluator; "
+        "1: search in this process)"
     )
     train_cmd.add_argument(
         "--evaluator", choices=EVALUATOR_PLACES,
