@@ -78,6 +78,14 @@ BAD_CONFIGS = [
     ("run", "validation_fraction", "-0.5"),
     ("run", "validation_fraction", "1.0"),
     ("run", "workers", "-1"),
+    ("run", "evaluator", "'gpu'"),
+    ("run", "evaluator", "true"),
+    ("search", "evaluation_batch", "-1"),
+    ("search", "evaluation_batch", "4097"),
+    ("search", "evaluation_batch", "32.0"),
+    ("search", "evaluation_batch", "'32'"),
+    ("search", "precision", "'float16'"),
+    ("search", "precision", "16"),
     ("subgoal", "hidden", "100000000"),
     ("subgoal", "cluster_level", "-1"),
     ("subgoal", "resolution", "-1.0"),
@@ -112,6 +120,8 @@ def test_a_bad_config_value_is_one_line_naming_the_key(tmp_path, problems, capsy
         (["--time-limit", "nan"], "bootstrap.time_limit_minutes"),
         (["--cluster-level", "-1"], "subgoal.cluster_level"),
         (["--workers", "-3"], "run.workers"),
+        (["--evaluation-batch", "-1"], "search.evaluation_batch"),
+        (["--evaluation-batch", "100000"], "search.evaluation_batch"),
     ],
 )
 def test_bad_train_flags_follow_the_same_rules(tmp_path, problems, capsys, options, key):
@@ -194,7 +204,8 @@ VALUES = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.booleans(),
     st.text(max_size=12),
-    st.sampled_from(["code", "state", "paper", "lazy", "lts-cm", "tsp", "cuda", "improved-levin"]),
+    st.sampled_from(["code", "state", "paper", "lazy", "lts-cm", "tsp", "cuda", "improved-levin", "bfloat16", "tf32",
+                     "shared", "per-process"]),
     st.lists(st.integers(), max_size=3),
     st.none(),
 )
@@ -268,6 +279,9 @@ def test_solve_refuses_a_weight_that_is_not_a_finite_non_negative_number(problem
         ["train", "--problems", "x", "--out", "y", "--algorithm", "dfs"],
         ["train", "--problems", "x", "--out", "y", "--preset", "huge"],
         ["train", "--problems", "x", "--out", "y", "--device", "tpu"],
+        ["train", "--problems", "x", "--out", "y", "--evaluator", "gpu"],
+        ["train", "--problems", "x", "--out", "y", "--precision", "float16"],
+        ["train", "--problems", "x", "--out", "y", "--evaluation-batch", "3.5"],
     ],
 )
 def test_invalid_choices_end_with_one_error_line(capsys, argv):

@@ -26,6 +26,13 @@ def _method(domain, levels, algorithm):
     return method
 
 
+def _tsp_phs(count):
+    """TSP levels 0..count-1 and a flat PHS*(π) method with perturbed weights."""
+    domain = get_domain("tsp")
+    levels = [domain.generate(seed) for seed in range(count)]
+    return domain, levels, _method(domain, levels, "phs")
+
+
 def _same(got, expected):
     assert len(got) == len(expected)
     for a, b in zip(got, expected, strict=True):
@@ -72,9 +79,7 @@ def test_a_batch_learnt_from_pool_results_gives_the_in_process_weights():
 
 
 def test_a_search_that_raises_in_a_worker_is_reported_and_the_pool_goes_on():
-    domain = get_domain("tsp")
-    levels = [domain.generate(seed) for seed in range(3)]
-    method = _method(domain, levels, "phs")
+    domain, levels, method = _tsp_phs(3)
     with SharedEvaluatorPool(2, domain, levels[0], method.algorithm, 8) as pool:
         with pytest.raises(SearchProcessError, match="ValueError"):
             pool.search(method, levels, budget=0, epsilon=0.01, record_graph=False)  # budget 0: the engine refuses
@@ -95,18 +100,14 @@ def test_channel_files_are_removed_and_places_resolved():
 
 
 def test_the_channel_files_are_gone_once_the_workers_run():
-    domain = get_domain("tsp")
-    levels = [domain.generate(seed) for seed in range(2)]
-    method = _method(domain, levels, "phs")
+    domain, levels, method = _tsp_phs(2)
     with SharedEvaluatorPool(2, domain, levels[0], method.algorithm, 8) as pool:
         assert not any(Path(layout.path).exists() for layout in pool.layouts)
         assert len(pool.search(method, levels, budget=50, epsilon=0.01, record_graph=False)) == 2
 
 
 def test_an_evaluator_that_raises_stops_the_workers_and_the_pool_refuses_more_batches():
-    domain = get_domain("tsp")
-    levels = [domain.generate(seed) for seed in range(4)]
-    method = _method(domain, levels, "phs")
+    domain, levels, method = _tsp_phs(4)
 
     class Broken:
         def evaluate_observations(self, observations):
@@ -122,9 +123,7 @@ def test_an_evaluator_that_raises_stops_the_workers_and_the_pool_refuses_more_ba
 
 
 def test_a_search_process_that_dies_is_named():
-    domain = get_domain("tsp")
-    levels = [domain.generate(seed) for seed in range(4)]
-    method = _method(domain, levels, "phs")
+    domain, levels, method = _tsp_phs(4)
 
     class Killing:
         """Kills search process 0 at the first request, then answers as the real evaluator."""

@@ -24,14 +24,42 @@ from sgps.models.subgoal import SubgoalModel
 Answers = tuple[np.ndarray | None, np.ndarray | None]
 
 
-class NetworkEvaluator:
-    """Observations -> tensors -> (log π [B, |A|], h [B]) as numpy, in inference mode.
+class _ModelEvaluator:
+    """What both evaluators share: a domain to observe states, a module on a device evaluated
+    in inference mode and in `precision` (`sgps.models.precision`).
 
-    A missing head answers None (LevinTS needs no heuristic, WA* no policy). Evaluating
-    puts the network in eval mode (batch norm uses its running statistics) and leaves it
-    there; `FlatLearner.update` switches back to train mode for its own steps. Not
-    toggling the mode on every call keeps per-batch overhead low. `precision`: the number
-    format of the forward pass (`sgps.models.precision`).
+    Evaluating puts the module in eval mode (batch norm uses its running statistics) and
+    leaves it there; the learners switch back to train mode for their own steps. Not
+    toggling the mode on every call keeps per-batch overhead low.
+    """
+
+    def __init__(
+        self, domain: Domain[Any], module: torch.nn.Module, device: str | torch.device | None, precision: str
+    ) -> None:
+        self.domain = domain
+        self.module = module
+        self.device = device_of(module) if device is None else torch.device(device)
+        self.precision = precision
+
+    def __call__(self, states: Sequence[Any]) -> Answers:
+        return self.evaluate_observations(self.domain.observe(states))
+
+    def evaluate_observations(self, observations: np.ndarray) -> Answers:
+        """The answers for a batch of observations [B, C, H, W]."""
+        tensor = torch.from_numpy(observations).to(self.device)
+        if self.module.training:
+            self.module.eval()
+        with torch.inference_mode(), evaluation_precision(self.device, self.precision):
+            return self._answers(tensor)
+
+    def _answers(self, observations: torch.Tensor) -> Answers:
+        raise NotImplementedError
+
+
+class NetworkEvaluator(_ModelEvaluator):
+    """Observations -> tensors -> (log π [B, |A|], h [B]) of a flat network, as numpy.
+
+    A missing head answers None (LevinTS needs no heuristic, WA* no policy).
     """
 
     def __init__(
@@ -41,32 +69,21 @@ class NetworkEvaluator:
         device: str | torch.device | None = None,
         precision: str = "float32",
     ) -> None:
-        self.domain = domain
+        super().__init__(domain, network, device, precision)
         self.network = network
-        self.device = device_of(network) if device is None else torch.device(device)
-        self.precision = precision
 
-    def __call__(self, states: Sequence[Any]) -> Answers:
-        return self.evaluate_observations(self.domain.observe(states))
-
-    def evaluate_observations(self, observations: np.ndarray) -> Answers:
-        """The answers for a batch of observations [B, C, H, W]."""
-        tensor = torch.from_numpy(observations).to(self.device)
-        if self.network.training:
-            self.network.eval()
-        with torch.inference_mode(), evaluation_precision(self.device, self.precision):
-            logits, heuristic = self.network(tensor)
+    def _answers(self, observations: torch.Tensor) -> Answers:
+        logits, heuristic = self.network(observations)
         log_policy = None if logits is None else torch.log_softmax(logits.float(), dim=1).double().cpu().numpy()
         values = None if heuristic is None else heuristic.double().cpu().numpy()
         return log_policy, values
 
 
-class SubgoalEvaluator:
-    """Observations -> (log π^SG [B, |A|], h [B]) as numpy, in inference mode.
+class SubgoalEvaluator(_ModelEvaluator):
+    """Observations -> (log π^SG [B, |A|], h [B]) as numpy.
 
     `alpha` (the unconditional weight) and `mixture` are attributes so a method can
     switch between the training value (0.25) and the test value (0.5) of α.
-    `precision`: the number format of the forward pass (`sgps.models.precision`).
     """
 
     def __init__(
@@ -78,21 +95,11 @@ class SubgoalEvaluator:
         device: str | torch.device | None = None,
         precision: str = "float32",
     ) -> None:
-        self.domain = domain
+        super().__init__(domain, model, device, precision)
         self.model = model
         self.alpha = alpha
         self.mixture = mixture
-        self.device = device_of(model) if device is None else torch.device(device)
-        self.precision = precision
 
-    def __call__(self, states: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
-        return self.evaluate_observations(self.domain.observe(states))
-
-    def evaluate_observations(self, observations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The answers for a batch of observations [B, C, H, W]."""
-        tensor = torch.from_numpy(observations).to(self.device)
-        if self.model.training:
-            self.model.eval()
-        with torch.inference_mode(), evaluation_precision(self.device, self.precision):
-            log_policy, heuristic = self.model(tensor, self.alpha, self.mixture)
+    def _answers(self, observations: torch.Tensor) -> Answers:
+        log_policy, heuristic = self.model(observations, self.alpha, self.mixture)
         return log_policy.double().cpu().numpy(), heuristic.double().cpu().numpy()

@@ -54,12 +54,3 @@ def _tf32_switches() -> list[tuple[Any, str, Any, Any]]:
         return [(matmul, "fp32_precision", "tf32", "ieee"), (conv, "fp32_precision", "tf32", "ieee")]
     return [(matmul, "allow_tf32", True, False), (torch.backends.cudnn, "allow_tf32", True, False)]
 
-
-def cpu_has_bf16() -> bool:
-    """Whether this CPU has bf16 arithmetic units (AVX512-bf16 or AMX), read from /proc/cpuinfo."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
-            flags = cpuinfo.read()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags

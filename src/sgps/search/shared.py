@@ -2,8 +2,8 @@
 
 Each search process runs its searches in lockstep (`search_lockstep`) with a
 `RemoteEvaluator`: it computes the observations of the states its searches ask about,
-writes them into its `Channel`'s request array (a block of shared memory, so no
-observation is pickled), and tells the serving process how many rows it wrote. The
+writes them into the request array of its channel (a block of shared memory laid out by
+a `ChannelLayout`, so no observation is pickled), and tells the serving process how many rows it wrote. The
 serving process (`EvaluationServer`) waits for any channel with a request, takes
 every request waiting at that moment, evaluates them as one batch, writes each
 channel's answers back into its answer array and wakes it. While the evaluator works
