@@ -89,7 +89,14 @@ BAD_INPUTS = [
     ("craftworld without goal field", f"2|3|{CRAFT_CELLS}\n", "craftworld", 1, "expected 6 cells"),
     ("boulderdash gems above diamonds", f"2|3|2|{BOULDER_CELLS}\n", "boulderdash", 1, "gems_required is 2 but"),
     ("boulderdash negative gems", f"2|3|-1|{BOULDER_CELLS}\n", "boulderdash", 1, "gems_required is -1"),
-    ("boulderdash stone", "2|3|1|00|03|05|02|18|07\n", "boulderdash", 1, "has code 3, which is not a boulderdash"),
+    ("boulderdash code 50", "2|3|1|00|50|05|02|18|07\n", "boulderdash", 1, "has code 50, which is not a boulderdash"),
+    (
+        "boulderdash bad parameter",
+        f"2|3|1|{BOULDER_CELLS}|1|140|300|160000|0|1|1|0\n",
+        "boulderdash",
+        1,
+        "parameter field blob_chance is 300; it must be between 0 and 255",
+    ),
     ("boulderdash two agents", "2|3|1|00|00|05|02|18|07\n", "boulderdash", 1, "exactly 1 agent"),
 ]
 

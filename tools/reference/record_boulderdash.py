@@ -1,0 +1,284 @@
+"""Record BoulderDash conformance traces from the official simulator (tuero/boulderdash_cpp).
+
+Not part of the installed package and not run by CI: it needs a C++20 compiler, the
+Python headers and pybind11 (``pip install pybind11``), and a copy of the official
+sources. It builds the official Python binding from unmodified sources (GCC 12 has no
+``<format>``, which the sources include only for error messages, so a stand-in header
+is put first on the include path), then plays random walks on random levels that hold
+every one of the 50 cell codes, with gravity on and off and each game parameter varied,
+and writes one JSON line per walk: the level, the parameters, the actions, and the grid
+and hidden state after every step. It ends by printing, for every cell code, the number
+of recorded states that hold it, and fails if a code was never seen.
+
+Usage (the official repository as a git directory or a checkout)::
+
+    python tools/reference/record_boulderdash.py --source /path/to/boulderdash_cpp \
+        --out tests/data/boulderdash_official_traces.jsonl.gz
+
+The test ``tests/test_boulderdash_official.py`` replays the file on every suite run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib.util
+import json
+import random
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+#: The official commit the committed traces come from.
+OFFICIAL_COMMIT = "a9846c1e283384073a413c1f2056622b16ef8941"
+NUM_CODES = 50
+STEEL, EMPTY, DIRT = 19, 1, 2
+AGENT, EXIT_CLOSED, EXIT_OPEN = 0, 7, 8
+OPEN_GATES = (28, 31, 34, 37)
+#: Codes the official element table maps to its null element: the agent pushing one
+#: sideways ends the process (an unhandled lookup error), and the observation of a state
+#: holding one writes outside its buffer, so walks avoid the first and record no
+#: observation for the second.
+NULL_ELEMENT_CODES = (47, 48, 49)
+BUTTERFLIES = (14, 15, 16, 17)
+#: Mask keeping the xorshift state in 64 bits.
+MASK64 = (1 << 64) - 1
+
+#: The official defaults, and the values each walk group tries one at a time.
+DEFAULTS: dict[str, Any] = {
+    "gravity": False,
+    "magic_wall_steps": 140,
+    "blob_chance": 20,
+    "blob_max_percentage": 0.16,
+    "disable_explosions": False,
+    "butterfly_explosion_ver": 1,
+    "butterfly_move_ver": 1,
+    "random_seed": 0,
+}
+VARIATIONS: list[dict[str, Any]] = [
+    {},
+    {"gravity": True},
+    {"gravity": True, "magic_wall_steps": 4},
+    {"magic_wall_steps": 0, "gravity": True},
+    {"blob_chance": 200},
+    {"blob_chance": 0, "gravity": True},
+    {"blob_max_percentage": 0.03, "blob_chance": 255},
+    {"disable_explosions": True, "gravity": True},
+    {"butterfly_explosion_ver": 2, "gravity": True},
+    {"butterfly_move_ver": 2},
+    {"butterfly_move_ver": 2, "gravity": True},
+    {"random_seed": 7},
+    {"random_seed": 12345, "gravity": True},
+]
+
+FORMAT_STAND_IN = """#pragma once
+#include <string>
+namespace std {
+template <class... Args> std::string format(const char *text, Args &&...) { return text; }
+}
+"""
+
+
+def splitmix64(seed: int) -> int:
+    """The official seeding function: one splitmix64 step from `seed`."""
+    value = (seed + 0x9E3779B97F4A7C15) & MASK64
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & MASK64
+    return value ^ (value >> 31)
+
+
+def export_sources(source: Path, commit: str, into: Path) -> Path:
+    """The official sources at `commit` in a fresh folder (from a git directory or a checkout)."""
+    wanted = ["src", "include", "python"]  # the sources only: a snapshot may lack the large level files
+    archive = subprocess.run(["git", "-C", str(source), "archive", commit, *wanted], check=True, capture_output=True)
+    into.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def build_binding(source: Path, commit: str, workdir: Path) -> Any:
+    """Compile the official binding with g++ and import it."""
+    import pybind11
+
+    root = export_sources(source, commit, workdir / "src")
+    stand_in = workdir / "stand_in"
+    stand_in.mkdir()
+    (stand_in / "format").write_text(FORMAT_STAND_IN)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    target = workdir / f"pyboulderdash{suffix}"
+    command = [
+        "g++", "-std=c++20", "-O2", "-shared", "-fPIC",
+        f"-I{stand_in}", f"-I{root / 'include'}", f"-I{root / 'src'}",
+        f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}",
+        str(root / "src" / "boulderdash_base.cpp"), str(root / "python" / "pyboulderdash.cpp"),
+        "-o", str(target),
+    ]  # fmt: skip
+    subprocess.run(command, check=True)
+    spec = importlib.util.spec_from_file_location("pyboulderdash", target)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def random_level(rng: random.Random) -> tuple[int, int, int, list[int]]:
+    """A steel-bordered level in two halves that a steel wall with a few holes divides.
+
+    The agent's half holds the elements it meets without dying at once (stones, nuts,
+    bombs, diamonds, walls, gates and keys, exits, explosions, magic walls and the
+    null-element codes); the other half holds every code but the agent, creatures and
+    blobs included, so that walks last long and still see everything.
+    """
+    rows, cols = rng.randint(9, 13), rng.randint(14, 20)
+    divider = cols // 2
+    creatures = {10, 11, 12, 13, 14, 15, 16, 17, 23, 43, 44, 45, 46}
+    safe = [code for code in range(3, NUM_CODES) if code not in creatures | {9, STEEL}]
+    wild = [code for code in range(3, NUM_CODES) if code not in (9, STEEL)]
+    cells = []
+    for r in range(rows):
+        for c in range(cols):
+            if r in (0, rows - 1) or c in (0, cols - 1) or (c == divider and rng.random() < 0.85):
+                cells.append(STEEL)
+                continue
+            roll = rng.random()
+            pool = safe if c < divider else wild
+            cells.append(EMPTY if roll < 0.5 else DIRT if roll < 0.65 else rng.choice(pool))
+    inner = [i for i in range(rows * cols) if cells[i] != STEEL and i % cols < divider]
+    cells[rng.choice(inner)] = 9 if rng.random() < 0.02 else AGENT
+    diamonds = sum(code in (5, 6) for code in cells)
+    return rows, cols, rng.randint(0, min(diamonds, 2)), cells
+
+
+def level_string(rows: int, cols: int, required: int, cells: list[int]) -> str:
+    return "|".join([str(rows), str(cols), str(required), *(str(code) for code in cells)])
+
+
+def make_state(module: Any, level: str, params: dict[str, Any]) -> Any:
+    """The official state for `level` with `params` (the random seed set through the pickled state)."""
+    game = module.GameParameters()
+    for key, value in params.items():
+        if key != "random_seed":
+            setattr(game, key, value)
+    state = module.BoulderDashGameState(level, game)
+    packed = list(state.__getstate__())
+    packed[11] = splitmix64(params["random_seed"])
+    seeded = module.BoulderDashGameState.__new__(module.BoulderDashGameState)
+    seeded.__setstate__(tuple(packed))
+    return seeded
+
+
+def record_state(state: Any) -> dict[str, Any]:
+    """The grid (one character per cell, chr(48 + code)), the hidden state and the observation."""
+    packed = state.__getstate__()
+    grid = packed[22]
+    record = {
+        "grid": "".join(chr(48 + code) for code in grid),
+        "agent": packed[9],
+        "gems": packed[4],
+        "alive": packed[19],
+        "in_exit": packed[20],
+        "magic_wall_steps": packed[0],
+        "magic_active": packed[17],
+        "blob_swap": packed[21],
+        "random_state": packed[11],
+        "obs": None,
+    }
+    if not any(code in NULL_ELEMENT_CODES for code in grid):
+        observation = state.get_observation()
+        channels, rows, cols = observation.shape
+        flat = observation.reshape(channels, rows * cols)
+        assert (flat.sum(axis=0) == 1).all(), "an observation cell without exactly one channel"
+        record["obs"] = "".join(chr(48 + int(channel)) for channel in flat.argmax(axis=0))
+    return record
+
+
+def allowed(state: Any, action: int, cols: int) -> bool:
+    """Leave out the moves whose official outcome is undefined or that sgps decides otherwise.
+
+    Pushing a null-element code sideways ends the process; jumping a gate onto the exit
+    overwrites the exit officially, where sgps enters it (spec 3.8).
+    """
+    packed = state.__getstate__()
+    grid, agent = packed[22], packed[9]
+    step = (-cols, 1, cols, -1)[action]
+    target = agent + step
+    if not 0 <= target < len(grid):
+        return True
+    if action in (1, 3) and grid[target] in NULL_ELEMENT_CODES:
+        return False
+    beyond = target + step
+    return not (grid[target] in OPEN_GATES and 0 <= beyond < len(grid) and grid[beyond] == EXIT_OPEN)
+
+
+def butterfly_on_border(state: Any, rows: int, cols: int) -> bool:
+    """A butterfly on the border could next move off the grid (instant turns move blindly): undefined."""
+    grid = state.__getstate__()[22]
+    for index, code in enumerate(grid):
+        r, c = divmod(index, cols)
+        if code in BUTTERFLIES and (r in (0, rows - 1) or c in (0, cols - 1)):
+            return True
+    return False
+
+
+def walk(module: Any, rng: random.Random, params: dict[str, Any], steps: int) -> dict[str, Any]:
+    rows, cols, required, cells = random_level(rng)
+    level = level_string(rows, cols, required, cells)
+    state = make_state(module, level, params)
+    states, actions = [record_state(state)], []
+    previous = rng.randrange(4)
+    while len(actions) < steps and state.agent_alive() and not state.agent_in_exit():
+        if params["butterfly_move_ver"] == 2 and butterfly_on_border(state, rows, cols):
+            break
+        action = previous if rng.random() < 0.5 else rng.randrange(4)
+        if not allowed(state, action, cols):
+            choices = [a for a in range(4) if allowed(state, a, cols)]
+            if not choices:
+                break
+            action = rng.choice(choices)
+        state.apply_action(action)
+        actions.append(action)
+        states.append(record_state(state))
+        previous = action
+    return {"level": level, "params": params, "actions": actions, "states": states}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", type=Path, required=True, help="the official repository (git dir or checkout)")
+    parser.add_argument("--commit", default=OFFICIAL_COMMIT)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--walks-per-variation", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=240)
+    parser.add_argument("--seed", type=int, default=45)
+    args = parser.parse_args()
+
+    rng = random.Random(args.seed)
+    counts: Counter[int] = Counter()
+    with tempfile.TemporaryDirectory() as work:
+        module = build_binding(args.source, args.commit, Path(work))
+        records = []
+        for variation in VARIATIONS:
+            for _ in range(args.walks_per_variation):
+                record = walk(module, rng, {**DEFAULTS, **variation}, args.steps)
+                for state in record["states"]:
+                    counts.update({ord(char) - 48 for char in state["grid"]})
+                records.append(record)
+    with gzip.open(args.out, "wt", compresslevel=9) as handle:
+        for record in records:
+            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+    steps = sum(len(r["actions"]) for r in records)
+    print(f"{len(records)} walks, {steps} steps, written to {args.out}")
+    print("states holding each code:")
+    for code in range(NUM_CODES):
+        print(f"  {code:2d}: {counts[code]}")
+    missing = [code for code in range(NUM_CODES) if not counts[code]]
+    if missing:
+        sys.exit(f"codes never seen: {missing}")
+
+
+if __name__ == "__main__":
+    main()
