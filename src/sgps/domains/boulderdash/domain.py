@@ -186,8 +186,14 @@ class BoulderDash(Domain[BoulderDashState]):
     def parse(self, fields: Sequence[int]) -> BoulderDashState:
         """The official level format, optionally followed by the eight parameter fields."""
         extra = len(PARAMETER_FIELDS)
-        size = fields[0] * fields[1] if len(fields) >= 2 else 0
-        with_parameters = size > 0 and len(fields) == len(self.header_fields) + size + extra
+        size = fields[0] * fields[1] if len(fields) >= 2 and min(fields[:2]) > 0 else 0
+        after_cells = len(fields) - len(self.header_fields) - size
+        if size and after_cells > 0 and after_cells != extra:
+            raise LevelFormatError(
+                f"{after_cells} fields follow the {size} cells of a {fields[0]}x{fields[1]} level; only the "
+                f"{extra} parameter fields may ({', '.join(PARAMETER_FIELDS)})"
+            )
+        with_parameters = size > 0 and after_cells == extra
         (rows, cols, required), cells = split_level(fields[:-extra] if with_parameters else fields,
                                                     self.header_fields)  # fmt: skip
         if not 0 <= required <= 255:

@@ -117,6 +117,9 @@ _MOVING = {
     BLOB, EXPLOSION_DIAMOND, EXPLOSION_STONE, EXPLOSION, NUT_FALLING, BOMB_FALLING, *ORANGES,
 }  # fmt: skip
 SCANNED = (_table(_MOVING), _table(_MOVING | {STONE, DIAMOND, NUT, BOMB}))
+_RESTING = _table({STONE, DIAMOND, NUT, BOMB})
+#: What holds a resting element in place: a cell neither empty (to fall into) nor rounded (to roll off).
+_HOLDS = bytes(code != EMPTY and not PROPERTIES[code] & ROUNDED for code in range(256))
 _FIREFLY_OF = dict(zip((UP, LEFT, DOWN, RIGHT), FIREFLIES, strict=True))
 _BUTTERFLY_OF = dict(zip((UP, LEFT, DOWN, RIGHT), BUTTERFLIES, strict=True))
 _ORANGE_OF = dict(zip((UP, LEFT, DOWN, RIGHT), ORANGES, strict=True))
@@ -174,8 +177,12 @@ class Scan:
         return index >= 0 and self.grid[index] == EMPTY
 
     def adjacent(self, index: int, codes: tuple[int, ...]) -> bool:
-        grid = self.grid
-        return any(t >= 0 and grid[t] in codes for t in (self.moves[d][index] for d in (UP, LEFT, DOWN, RIGHT)))
+        grid, moves = self.grid, self.moves
+        for direction in (UP, LEFT, DOWN, RIGHT):
+            target = moves[direction][index]
+            if target >= 0 and grid[target] in codes:
+                return True
+        return False
 
     def roll_side(self, index: int) -> int:
         """The cell a resting or falling element rolls to off a rounded cell below (left first), or -1."""
@@ -294,12 +301,15 @@ class Scan:
 
     def update_all(self) -> None:
         """Update every cell in row-major order that holds something the scan moves or changes."""
-        grid, updated = self.grid, self.updated
+        grid, updated, down = self.grid, self.updated, self.moves[DOWN]
         marks = grid.translate(SCANNED[self.rules.gravity])
         index = marks.find(1)
         while index >= 0:
             if index not in updated:
-                self.update(index, grid[index])
+                code = grid[index]
+                below = down[index]
+                if not (_RESTING[code] and (below < 0 or _HOLDS[grid[below]])):  # else it stays where it is
+                    self.update(index, code)
             index = marks.find(1, index + 1)
         self.end()
 

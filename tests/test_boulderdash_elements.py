@@ -1,0 +1,204 @@
+"""BoulderDash beyond the paper's levels: level files with every code and parameter, generators, the
+command line, pictures, and the soundness of `may_reach` and the exact solver with the new elements.
+
+The rules themselves are checked step by step against the official simulator in
+tests/test_boulderdash_official.py; these tests check what is built on them.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from sgps.cli import main
+from sgps.domains import boulderdash as bd
+from sgps.domains import get_domain, read_levels, solve
+from sgps.domains.boulderdash.drawing import SPRITE_INDEX, TEXT
+from sgps.domains.levels import format_level
+from sgps.errors import LevelFormatError
+
+from helpers import run
+from official_traces import level_fields, replay, trace_records
+
+#: A 9x9 steel-bordered level: its 7x7 inside holds every code but the steel wall and agent in exit,
+#: with the agent (code 0) at the top left, and the agent in exit replaced by an agent.
+_INSIDE = [0, *(code for code in range(1, bd.NUM_CODES) if code not in (9, bd.STEEL_WALL))]
+
+
+def every_code_level() -> list[int]:
+    rows = cols = 9
+    inside = iter(_INSIDE)
+    cells = [
+        bd.STEEL_WALL if r in (0, rows - 1) or c in (0, cols - 1) else next(inside, bd.EMPTY)
+        for r in range(rows)
+        for c in range(cols)
+    ]
+    return [rows, cols, 1, *cells]
+
+
+def test_a_level_file_with_every_code_loads_and_draws(tmp_path):
+    fields = every_code_level()
+    fields[-1] = 9  # the agent in exit too: a level may hold it (the official parser accepts it)
+    fields[3 + 10] = bd.EMPTY  # ... then it is the only agent
+    path = tmp_path / "all.txt"
+    path.write_text("; sgps domain=boulderdash\n" + "|".join(map(str, fields)) + "\n")
+    state = read_levels(path).levels[0].state
+    assert isinstance(state, bd.DynamicState)
+    assert set(state.grid) == set(range(bd.NUM_CODES)) - {bd.AGENT}
+    domain = get_domain("boulderdash")
+    assert domain.is_goal(state)
+    text = domain.render_text(state)
+    assert "stone" in text and "firefly" in text
+    image = domain.render_image(state, cell=4)
+    assert image.shape == (36, 36, 3)
+    assert set(TEXT) == set(range(bd.NUM_CODES))
+    assert len({int(SPRITE_INDEX[code]) for code in range(bd.NUM_CODES)}) >= 30
+
+
+def test_every_code_level_plays_and_observes_one_channel_per_cell():
+    domain = get_domain("boulderdash")
+    state = domain.parse(every_code_level())
+    for action in [1, 2, 3, 0] * 5:
+        state = domain.step(state, action)
+    observation = domain.observe([state])[0]
+    assert observation.shape == (bd.NUM_CHANNELS, 9, 9)
+    assert (observation.sum(axis=0) == 1).all()
+
+
+def test_parameters_travel_as_trailing_fields_and_round_trip():
+    domain = get_domain("boulderdash")
+    fields = [*every_code_level(), 1, 7, 200, 30000, 1, 2, 2, 99]
+    state = domain.parse(fields)
+    rules = bd.rules_of(state)
+    assert rules == bd.Rules(1, True, 7, 200, 0.03, True, 2, 2, 99)
+    assert domain.encode(state) == fields
+    assert domain.parse([int(f) for f in format_level(domain, state).split("|")]) == state
+    # the default parameters write the official format
+    assert len(domain.encode(domain.parse(every_code_level()))) == 3 + 81
+
+
+@pytest.mark.parametrize(
+    ("trailing", "message"),
+    [
+        ([2, 140, 20, 160000, 0, 1, 1, 0], "gravity is 2"),
+        ([0, -1, 20, 160000, 0, 1, 1, 0], "magic_wall_steps is -1"),
+        ([0, 140, 20, 2_000_000, 0, 1, 1, 0], "blob_max_percentage_millionths is 2000000"),
+        ([0, 140, 20, 160000, 0, 3, 1, 0], "butterfly_explosion_ver is 3"),
+        ([0, 140, 20, 160000, 0, 1, 0, 0], "butterfly_move_ver is 0"),
+        ([0, 140, 20, 160000], "4 fields follow the 81 cells of a 9x9 level; only the 8 parameter fields may"),
+    ],
+)
+def test_bad_parameter_fields_are_named(tmp_path, trailing, message):
+    path = tmp_path / "bad.txt"
+    path.write_text("; sgps domain=boulderdash\n" + "|".join(map(str, every_code_level() + trailing)) + "\n")
+    with pytest.raises(LevelFormatError) as caught:
+        read_levels(path)
+    assert message in str(caught.value) and "bad.txt:2:" in str(caught.value)
+
+
+def test_paper_levels_keep_their_fast_states_and_gravity_keeps_their_layout():
+    domain = get_domain("boulderdash")
+    for seed in range(50001, 50011):
+        paper = domain.generate(seed)
+        assert type(paper) is bd.BoulderDashState
+        assert len(domain.encode(paper)) == 3 + 14 * 14
+        gravity = domain.generate(seed, gravity=True)
+        assert isinstance(gravity, bd.DynamicState) and gravity.grid == paper.grid
+        assert domain.encode(gravity)[: 3 + 14 * 14] == domain.encode(paper)
+        crowded = domain.generate(seed, stones=5, fireflies=1, butterflies=1)
+        changed = [i for i, (a, b) in enumerate(zip(paper.grid, crowded.grid, strict=True)) if a != b]
+        assert len(changed) == 7 and all(paper.grid[i] in (bd.EMPTY, bd.DIRT) for i in changed)
+        assert sorted(crowded.grid[i] for i in changed)[:5] == [bd.STONE] * 5
+
+
+def test_cli_generates_shows_solves_and_builds_a_dataset_with_gravity(tmp_path, capsys):
+    levels, dataset = tmp_path / "g.txt", tmp_path / "g.npz"
+    params = ["--param", "gravity=true", "--param", "stones=4", "--param", "butterflies=1", "--param", "dirt=0"]
+    assert main(["generate", "boulderdash", "--count", "2", "--seed", "3", *params, "--out", str(levels)]) == 0
+    loaded = read_levels(levels)
+    assert all(isinstance(level.state, bd.DynamicState) and bd.rules_of(level.state).gravity for level in loaded.levels)
+    assert main(["show", str(levels), "--index", "1"]) == 0
+    assert "gravity on" in capsys.readouterr().out
+    assert main(["solve", str(levels), "--index", "0"]) == 0
+    assert "optimal length" in capsys.readouterr().out
+    assert main(["dataset", "boulderdash", "--problems", str(levels), "--out", str(dataset), "--workers", "1"]) == 0
+
+
+def test_exact_solutions_of_levels_with_stones_and_creatures_replay_to_the_goal():
+    domain = get_domain("boulderdash")
+    for seed in range(3):
+        start = domain.generate(seed, gravity=True, stones=4, fireflies=1, dirt=0.0)
+        result = solve(domain, start, method="bfs")
+        assert result.length is not None
+        end = run(domain, start, list(result.actions))
+        assert domain.is_goal(end)
+
+
+def test_a_pushed_stone_falls_with_gravity_off():
+    domain = get_domain("boulderdash")
+    rows = [
+        [19, 19, 19, 19, 19],
+        [19, 0, 3, 1, 19],
+        [19, 2, 2, 1, 19],
+        [19, 7, 2, 1, 19],
+        [19, 19, 19, 19, 19],
+    ]
+    state = domain.parse([5, 5, 0, *(code for row in rows for code in row)])
+    state = domain.step(state, 1)  # pushed over the gap, the stone becomes a falling stone
+    assert (state.agent, state.grid[8]) == (7, bd.STONE + 1)
+    state = domain.step(state, 0)  # the agent bumps into steel; the falling stone falls (no gravity check)
+    assert (state.grid[8], state.grid[13]) == (bd.EMPTY, bd.STONE + 1)
+    state = domain.step(domain.step(state, 0), 0)  # it reaches the floor and rests
+    assert state.grid[18] == bd.STONE
+
+
+def test_a_falling_stone_kills_and_death_is_terminal():
+    domain = get_domain("boulderdash")
+    state = domain.parse([6, 3, 0, 19, 19, 19, 19, 4, 19, 19, 1, 19, 19, 0, 19, 19, 7, 19, 19, 19, 19])
+    state = domain.step(state, 0)  # the agent walks under the falling stone
+    assert domain.is_dead(state) and state.grid[state.agent] == bd.EXPLOSION
+    assert all(domain.step(state, action) is state for action in range(4))
+    assert domain.heuristic(state) == float("inf")
+
+
+def test_may_reach_accepts_every_later_state_of_the_official_traces():
+    domain = get_domain("boulderdash")
+    rejected_somewhere = False
+    for record in trace_records()[::3]:
+        start = domain.parse(level_fields(record))
+        states = [start]
+        for action in record["actions"]:
+            states.append(domain.step(states[-1], action))
+        observations = domain.observe(states)
+        for i in range(0, len(observations), 7):
+            later = observations[i:]
+            earlier = np.repeat(observations[i : i + 1], len(later), axis=0)
+            assert domain.may_reach(earlier, later).all(), f"{record['level']}: state {i} rejects a later one"
+            rejected_somewhere |= not domain.may_reach(later, earlier).all()
+    assert rejected_somewhere
+
+
+def test_may_reach_accepts_every_later_state_with_gravity_on_paper_elements():
+    domain = get_domain("boulderdash")
+    rng = random.Random(5)
+    for seed in range(6):
+        state = domain.generate(seed, gravity=True, diamonds=4)
+        states = [state]
+        for _ in range(150):
+            if domain.is_goal(state) or domain.is_dead(state):
+                break
+            state = domain.step(state, rng.randrange(4))
+            states.append(state)
+        observations = domain.observe(states)
+        for i in range(0, len(observations), 10):
+            later = observations[i:]
+            assert domain.may_reach(np.repeat(observations[i : i + 1], len(later), axis=0), later).all()
+
+
+def test_trace_replay_reports_a_difference():
+    """The replay is a real check: a level played without gravity departs from a gravity trace."""
+    domain = get_domain("boulderdash")
+    record = next(r for r in trace_records() if r["params"]["gravity"] and len(r["actions"]) > 50)
+    assert replay(domain, 0, {**record, "params": {**record["params"], "gravity": False}})
