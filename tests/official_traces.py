@@ -16,6 +16,8 @@ from typing import Any
 
 from sgps.domains.boulderdash import PARAMETER_FIELDS, BoulderDash, DynamicState
 
+from traces import play
+
 TRACES = Path(__file__).parent / "data" / "boulderdash_official_traces.jsonl.gz"
 MILLION = 1_000_000
 
@@ -49,12 +51,9 @@ def ours(domain: BoulderDash, state: Any) -> dict[str, Any]:
 
 
 def replay(domain: BoulderDash, number: int, record: dict[str, Any]) -> list[str]:
-    state = domain.parse(level_fields(record))
-    assert isinstance(state, DynamicState)
-    states = [state]
-    for action in record["actions"]:
-        state = domain.step(state, action)
-        states.append(state)
+    start = domain.parse(level_fields(record))
+    assert isinstance(start, DynamicState)
+    states = play(domain, start, record["actions"])
     observations = domain.observe(states)
     for t, (state, observation, expected) in enumerate(zip(states, observations, record["states"], strict=True)):
         got = ours(domain, state)

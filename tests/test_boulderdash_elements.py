@@ -21,6 +21,7 @@ from sgps.errors import LevelFormatError
 
 from helpers import run
 from official_traces import level_fields, replay, trace_records
+from traces import play
 
 #: A 9x9 steel-bordered level: its 7x7 inside holds every code but the steel wall and agent in exit,
 #: with the agent (code 0) at the top left, and the agent in exit replaced by an agent.
@@ -167,11 +168,7 @@ def test_may_reach_accepts_every_later_state_of_the_official_traces():
     domain = get_domain("boulderdash")
     rejected_somewhere = False
     for record in trace_records()[::3]:
-        start = domain.parse(level_fields(record))
-        states = [start]
-        for action in record["actions"]:
-            states.append(domain.step(states[-1], action))
-        observations = domain.observe(states)
+        observations = domain.observe(play(domain, domain.parse(level_fields(record)), record["actions"]))
         for i in range(0, len(observations), 7):
             later = observations[i:]
             earlier = np.repeat(observations[i : i + 1], len(later), axis=0)

@@ -101,13 +101,17 @@ def mismatches(domain: Domain[Any], state: Any, observation: Any, record: dict[s
     return problems
 
 
+def play(domain: Domain[Any], state: Any, actions: list[int]) -> list[Any]:
+    """`state` and the state after each of `actions`."""
+    states = [state]
+    for action in actions:
+        states.append(domain.step(states[-1], action))
+    return states
+
+
 def replay(domain: Domain[Any], record: dict[str, Any]) -> list[str]:
     """Replay a walk or solution record; the first differences found, with their step."""
-    state = parse_level(domain, record["level"])
-    states = [state]
-    for action in record["actions"]:
-        state = domain.step(state, action)
-        states.append(state)
+    states = play(domain, parse_level(domain, record["level"]), record["actions"])
     observations = domain.observe(states)
     for t, (state, observation, expected) in enumerate(zip(states, observations, record["states"], strict=True)):
         problems = mismatches(domain, state, observation, expected)
