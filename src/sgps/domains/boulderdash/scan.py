@@ -13,7 +13,7 @@ oranges draw one number when they turn, blobs two per update.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -301,52 +301,64 @@ class Scan:
 
     def update_all(self) -> None:
         """Update every cell in row-major order that holds something the scan moves or changes."""
-        grid, updated, down = self.grid, self.updated, self.moves[DOWN]
+        grid, updated = self.grid, self.updated
         marks = grid.translate(SCANNED[self.rules.gravity])
         index = marks.find(1)
         while index >= 0:
             if index not in updated:
                 code = grid[index]
-                below = down[index]
-                if not (_RESTING[code] and (below < 0 or _HOLDS[grid[below]])):  # else it stays where it is
+                if not _RESTING[code] or self.may_leave(index):
                     self.update(index, code)
             index = marks.find(1, index + 1)
         self.end()
 
+    def may_leave(self, index: int) -> bool:
+        """Whether a resting element could fall or roll: a quick test that spares most updates of resting ones."""
+        grid, moves = self.grid, self.moves
+        below = moves[DOWN][index]
+        if below < 0 or _HOLDS[grid[below]]:
+            return False
+        if grid[below] == EMPTY:
+            return True
+        left, right = moves[LEFT][index], moves[RIGHT][index]
+        return (left >= 0 and grid[left] == EMPTY and grid[below - 1] == EMPTY) or (
+            right >= 0 and grid[right] == EMPTY and grid[below + 1] == EMPTY
+        )
+
     def update(self, index: int, code: int) -> None:
-        """The official update of the element `code` at `index` (one branch per element, as its switch)."""
-        if code == STONE:
-            self.fall_from_rest(index, STONE_FALLING, STONE_FALLING)
-        elif code == STONE_FALLING:
-            self.stone_falling(index)
-        elif code == DIAMOND:
-            self.fall_from_rest(index, DIAMOND_FALLING, DIAMOND_FALLING)
-        elif code == DIAMOND_FALLING:
-            self.diamond_falling(index)
-        elif code == NUT:
-            self.fall_from_rest(index, NUT_FALLING, NUT_FALLING)
-        elif code == NUT_FALLING:
-            self.nut_falling(index)
-        elif code == BOMB:
-            self.fall_from_rest(index, BOMB_FALLING, BOMB)  # a rolling bomb stays a resting one
-        elif code == BOMB_FALLING:
-            self.bomb_falling(index)
-        elif code == EXIT_CLOSED:
-            if self.gems >= self.rules.gems_required:
-                self.put(index, EXIT_OPEN)
-        elif code == BLOB:
-            self.blob(index)
-        elif code in FIREFLIES:
-            self.creature(index, _HEADING[code], _FIREFLY_OF, turn=3, explosion=EXPLOSION)
-        elif code in BUTTERFLIES:
-            self.creature(index, _HEADING[code], _BUTTERFLY_OF, turn=1, explosion=EXPLOSION_DIAMOND)
-        elif code in ORANGES:
-            self.orange(index, _HEADING[code])
-        elif code in (MAGIC_DORMANT, MAGIC_ON, MAGIC_EXPIRED):
-            dormant = MAGIC_DORMANT if self.magic_steps > 0 else MAGIC_EXPIRED
-            self.put(index, MAGIC_ON if self.magic_active else dormant)
-        else:  # the three explosions
-            self.put(index, _AFTER_EXPLOSION[code])
+        """The official update of the element `code` at `index` (the official switch, as a table)."""
+        _UPDATES[code](self, index)
+
+    def open_exit(self, index: int) -> None:
+        if self.gems >= self.rules.gems_required:
+            self.put(index, EXIT_OPEN)
+
+    def magic_wall(self, index: int) -> None:
+        """Active while something falls through the walls, dormant before, expired once the steps are spent."""
+        dormant = MAGIC_DORMANT if self.magic_steps > 0 else MAGIC_EXPIRED
+        self.put(index, MAGIC_ON if self.magic_active else dormant)
+
+    def firefly(self, index: int) -> None:
+        self.creature(index, _HEADING[self.grid[index]], _FIREFLY_OF, turn=3, explosion=EXPLOSION)
+
+    def butterfly(self, index: int) -> None:
+        self.creature(index, _HEADING[self.grid[index]], _BUTTERFLY_OF, turn=1, explosion=EXPLOSION_DIAMOND)
+
+    def orange(self, index: int) -> None:
+        """An orange moves straight on; blocked, it explodes next to the agent, or else turns at random."""
+        heading = _HEADING[self.grid[index]]
+        ahead = self.moves[heading][index]
+        if self.is_empty(ahead):
+            self.move(index, ahead)
+        elif self.adjacent(index, (AGENT,)):
+            self.explode(index, EXPLOSION)
+        else:
+            free = [d for d in (UP, RIGHT, DOWN, LEFT) if self.is_empty(self.moves[d][index])]
+            if free:
+                self.put(index, _ORANGE_OF[free[self.next_random() % len(free)]])
+
+    def explosion(self, index: int) -> None:
+        self.put(index, _AFTER_EXPLOSION[self.grid[index]])
 
     def fall_from_rest(self, index: int, falling: int, rolled: int) -> None:
         """A resting stone, diamond, nut or bomb (gravity on): start falling, or roll off a rounded cell."""
@@ -436,10 +448,10 @@ class Scan:
         if self.adjacent(index, (AGENT, BLOB)):
             self.explode(index, explosion)
             return
-        moves = self.moves
+        moves, grid = self.moves, self.grid
         for direction in ((heading + turn) % 4, heading):
             target = moves[direction][index]
-            if self.is_empty(target):
+            if target >= 0 and grid[target] == EMPTY:
                 self.put(index, codes[direction])
                 self.move(index, target)
                 return
@@ -448,18 +460,6 @@ class Scan:
         target = moves[other][index]
         if codes is _BUTTERFLY_OF and self.rules.butterfly_move_ver == 2 and target >= 0:
             self.move(index, target)
-
-    def orange(self, index: int, heading: int) -> None:
-        """An orange moves straight on; blocked, it explodes next to the agent, or else turns at random."""
-        ahead = self.moves[heading][index]
-        if self.is_empty(ahead):
-            self.move(index, ahead)
-        elif self.adjacent(index, (AGENT,)):
-            self.explode(index, EXPLOSION)
-        else:
-            free = [d for d in (UP, RIGHT, DOWN, LEFT) if self.is_empty(self.moves[d][index])]
-            if free:
-                self.put(index, _ORANGE_OF[free[self.next_random() % len(free)]])
 
     def blob(self, index: int) -> None:
         """A blob grows into an empty or dirt cell with chance blob_chance/256, in a random direction.
@@ -488,3 +488,23 @@ class Scan:
         if self.magic_active:
             self.magic_steps = max(self.magic_steps - 1, 0)
         self.magic_active = self.magic_active and self.magic_steps > 0
+
+
+#: The update of each scanned code (resting stones, diamonds, nuts and bombs only with gravity on).
+_UPDATES: dict[int, Callable[[Scan, int], None]] = {
+    STONE: lambda scan, index: scan.fall_from_rest(index, STONE_FALLING, STONE_FALLING),
+    STONE_FALLING: Scan.stone_falling,
+    DIAMOND: lambda scan, index: scan.fall_from_rest(index, DIAMOND_FALLING, DIAMOND_FALLING),
+    DIAMOND_FALLING: Scan.diamond_falling,
+    NUT: lambda scan, index: scan.fall_from_rest(index, NUT_FALLING, NUT_FALLING),
+    NUT_FALLING: Scan.nut_falling,
+    BOMB: lambda scan, index: scan.fall_from_rest(index, BOMB_FALLING, BOMB),  # a rolling bomb stays a resting one
+    BOMB_FALLING: Scan.bomb_falling,
+    EXIT_CLOSED: Scan.open_exit,
+    BLOB: Scan.blob,
+    **dict.fromkeys(FIREFLIES, Scan.firefly),
+    **dict.fromkeys(BUTTERFLIES, Scan.butterfly),
+    **dict.fromkeys(ORANGES, Scan.orange),
+    **dict.fromkeys((MAGIC_DORMANT, MAGIC_ON, MAGIC_EXPIRED), Scan.magic_wall),
+    **dict.fromkeys((EXPLOSION_DIAMOND, EXPLOSION_STONE, EXPLOSION), Scan.explosion),
+}
