@@ -93,6 +93,7 @@ _FIELD_BOUNDS = ((0, 1), (0, 2**31 - 1), (0, 255), (0, 1_000_000), (0, 1), (1, 2
 _MILLION = 1_000_000
 
 _ALIVE = (AGENT, AGENT_IN_EXIT)
+_OPEN_GATES = frozenset(OPEN_GATES)
 _WALKABLE = frozenset({EMPTY, DIRT})
 _LANDABLE = frozenset({EMPTY, DIRT, DIAMOND, EXIT_OPEN, *KEYS})
 _DIAMONDS = frozenset({DIAMOND, DIAMOND_FALLING})
@@ -221,16 +222,16 @@ class BoulderDash(Domain[BoulderDashState]):
         return list(state.grid)
 
     def step(self, state: BoulderDashState, action: int) -> BoulderDashState:
-        grid = state.grid
-        if grid[state.agent] != AGENT:  # in the exit or killed: the episode is over
+        grid, agent = state.grid, state.agent
+        if grid[agent] != AGENT:  # in the exit or killed: the episode is over
             return state
         if type(state) is DynamicState:
             return _step_scan(state, action)
         board = state.board
         moves = board.moves[action]
-        target = moves[state.agent]
+        target = moves[agent]
         code = grid[target] if target >= 0 else BRICK_WALL
-        if code in OPEN_GATES:
+        if code in _OPEN_GATES:
             target = moves[target]
             code = grid[target] if target >= 0 else BRICK_WALL
             enterable = code in _LANDABLE
@@ -239,7 +240,7 @@ class BoulderDash(Domain[BoulderDashState]):
         gems = state.gems
         if enterable:
             new = bytearray(grid)
-            new[state.agent] = EMPTY
+            new[agent] = EMPTY
             if code in _DIAMONDS:
                 gems += 1
             elif code in _KEY_GATE:
@@ -247,10 +248,11 @@ class BoulderDash(Domain[BoulderDashState]):
                 new = new.replace(bytes([closed]), bytes([opened_gate]))
             new[target] = AGENT_IN_EXIT if code == EXIT_OPEN else AGENT
         elif DIAMOND_FALLING in grid:
-            new, target = bytearray(grid), state.agent
-        else:  # the agent stays and nothing falls; only the exit can change
-            opened = open_exit(grid, gems, board.extra)
-            return state if opened is grid else BoulderDashState(opened, state.agent, gems, board)
+            new, target = bytearray(grid), agent
+        elif gems >= board.extra and EXIT_CLOSED in grid:  # the agent stays and nothing falls: the exit opens
+            return BoulderDashState(open_exit(grid, gems, board.extra), agent, gems, board)
+        else:
+            return state
         if DIAMOND_FALLING in new:
             update_falling_diamonds(new, board.cols)
         return BoulderDashState(open_exit(bytes(new), gems, board.extra), target, gems, board)
