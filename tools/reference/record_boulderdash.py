@@ -21,6 +21,7 @@ The test ``tests/test_boulderdash_official.py`` replays the file on every suite 
 from __future__ import annotations
 
 import argparse
+import copy
 import gzip
 import importlib.util
 import json
@@ -224,7 +225,19 @@ def butterfly_on_border(state: Any, rows: int, cols: int) -> bool:
     return False
 
 
-def walk(module: Any, rng: random.Random, params: dict[str, Any], steps: int) -> dict[str, Any]:
+def goes_on(state: Any, action: int) -> bool:
+    """Whether the walk can go on after `action`: the agent neither dies nor enters the exit."""
+    trial = copy.copy(state)
+    trial.apply_action(action)
+    return trial.agent_alive() and not trial.agent_in_exit()
+
+
+def walk(module: Any, rng: random.Random, params: dict[str, Any], steps: int, cautious: bool) -> dict[str, Any]:
+    """A momentum random walk (the previous move again with probability 1/2), to `steps` or the end.
+
+    A `cautious` walk avoids the moves after which the agent is dead or in the exit,
+    while it has another, so that it lasts; the others show how the agent dies or leaves.
+    """
     rows, cols, required, cells = random_level(rng)
     level = level_string(rows, cols, required, cells)
     state = make_state(module, level, params)
@@ -234,10 +247,12 @@ def walk(module: Any, rng: random.Random, params: dict[str, Any], steps: int) ->
         if params["butterfly_move_ver"] == 2 and butterfly_on_border(state, rows, cols):
             break
         action = previous if rng.random() < 0.5 else rng.randrange(4)
-        if not allowed(state, action, cols):
-            choices = [a for a in range(4) if allowed(state, a, cols)]
-            if not choices:
-                break
+        choices = [a for a in range(4) if allowed(state, a, cols)]
+        if cautious:
+            choices = [a for a in choices if goes_on(state, a)] or choices
+        if not choices:
+            break
+        if action not in choices:
             action = rng.choice(choices)
         state.apply_action(action)
         actions.append(action)
@@ -262,8 +277,8 @@ def main() -> None:
         module = build_binding(args.source, args.commit, Path(work))
         records = []
         for variation in VARIATIONS:
-            for _ in range(args.walks_per_variation):
-                record = walk(module, rng, {**DEFAULTS, **variation}, args.steps)
+            for k in range(args.walks_per_variation):
+                record = walk(module, rng, {**DEFAULTS, **variation}, args.steps, cautious=k % 2 == 1)
                 for state in record["states"]:
                     counts.update({ord(char) - 48 for char in state["grid"]})
                 records.append(record)
@@ -271,7 +286,8 @@ def main() -> None:
         for record in records:
             handle.write(json.dumps(record, separators=(",", ":")) + "\n")
     steps = sum(len(r["actions"]) for r in records)
-    print(f"{len(records)} walks, {steps} steps, written to {args.out}")
+    long_walks = sum(len(r["actions"]) >= 200 for r in records)
+    print(f"{len(records)} walks ({long_walks} of 200 steps or more), {steps} steps, written to {args.out}")
     print("states holding each code:")
     for code in range(NUM_CODES):
         print(f"  {code:2d}: {counts[code]}")
