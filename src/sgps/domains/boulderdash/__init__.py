@@ -26,7 +26,6 @@ from sgps.domains.boulderdash.elements import (
     EXIT_OPEN,
     EXPLOSION,
     KEYS,
-    NAMES,
     NUM_CHANNELS,
     NUM_CODES,
     OPEN_GATES,
@@ -39,7 +38,7 @@ from sgps.domains.boulderdash.scan import Hidden, Rules
 
 __all__ = [
     "AGENT", "AGENT_IN_EXIT", "BRICK_WALL", "CLOSED_GATES", "COLOUR_NAMES", "DIAMOND", "DIAMOND_FALLING", "DIRT",
-    "EMPTY", "EXIT_CLOSED", "EXIT_OPEN", "EXPLOSION", "KEYS", "NAMES", "NUM_CHANNELS", "NUM_CODES", "OPEN_GATES",
+    "EMPTY", "EXIT_CLOSED", "EXIT_OPEN", "EXPLOSION", "KEYS", "NUM_CHANNELS", "NUM_CODES", "OPEN_GATES",
     "PARAMETER_FIELDS", "SIZE", "STEEL_WALL", "STONE", "VISIBLE_CHANNEL",
     "BoulderDash", "BoulderDashState", "DynamicState", "Hidden", "Rules", "rules_of",
 ]  # fmt: skip

@@ -38,18 +38,6 @@ PEBBLE_IN_DIRT, STONE_IN_DIRT, VOID_IN_DIRT = 47, 48, 49
 NUM_CODES = 50
 NUM_CHANNELS = 34
 
-#: Official element names, by code.
-NAMES = (
-    "agent", "empty", "dirt", "stone", "falling stone", "diamond", "falling diamond", "closed exit", "open exit",
-    "agent in exit", "firefly up", "firefly left", "firefly down", "firefly right", "butterfly up", "butterfly left",
-    "butterfly down", "butterfly right", "brick wall", "steel wall", "dormant magic wall", "active magic wall",
-    "expired magic wall", "blob", "explosion to diamond", "explosion to stone", "explosion to empty",
-    "red gate closed", "red gate open", "red key", "blue gate closed", "blue gate open", "blue key",
-    "green gate closed", "green gate open", "green key", "yellow gate closed", "yellow gate open", "yellow key",
-    "nut", "falling nut", "bomb", "falling bomb", "orange up", "orange left", "orange down", "orange right",
-    "pebble in dirt", "stone in dirt", "void in dirt",
-)  # fmt: skip
-
 # Property bits of the official element table.
 CONSUMABLE, CAN_EXPLODE, ROUNDED, TRAVERSABLE, PUSHABLE = 1, 2, 4, 8, 16
 _NULL_PROPERTIES = CONSUMABLE | CAN_EXPLODE | ROUNDED | TRAVERSABLE | PUSHABLE
@@ -85,4 +73,3 @@ STATIC_CODES = frozenset({
     AGENT, EMPTY, DIRT, DIAMOND, DIAMOND_FALLING, EXIT_CLOSED, EXIT_OPEN, AGENT_IN_EXIT, BRICK_WALL, STEEL_WALL,
     *CLOSED_GATES, *OPEN_GATES, *KEYS,
 })  # fmt: skip
-
