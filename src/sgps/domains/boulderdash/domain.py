@@ -64,6 +64,7 @@ from sgps.domains.boulderdash.elements import (
     EMPTY,
     EXIT_CLOSED,
     EXIT_OPEN,
+    EXPLOSION,
     KEYS,
     NUM_CHANNELS,
     NUM_CODES,
@@ -292,24 +293,11 @@ class BoulderDash(Domain[BoulderDashState]):
         Gravity does not show in an observation; it only moves diamonds there, which
         keeps the first set. Channels are the visible ones (`VISIBLE_CHANNEL`).
         """
-        channel = VISIBLE_CHANNEL
-        gates = [(int(channel[closed]), int(channel[opened])) for closed, opened in zip(CLOSED_GATES, OPEN_GATES,
-                                                                                      strict=True)]  # fmt: skip
-        fixed = [(channel[STEEL_WALL],), (channel[EXIT_CLOSED], channel[EXIT_OPEN], channel[AGENT_IN_EXIT]), *gates]
-        vanishing = (channel[DIRT], channel[BRICK_WALL], *(channel[key] for key in KEYS), *(c for c, _ in gates),
-                     *(channel[code] for code in (PEBBLE_IN_DIRT, STONE_IN_DIRT, VOID_IN_DIRT)))  # fmt: skip
-        keep = count(goals, (channel[AGENT], channel[AGENT_IN_EXIT])) <= 1
-        for plane in vanishing:
-            keep &= only_cleared(starts, goals, (plane,))
-        stay, shrink = keep.copy(), keep
-        for planes in fixed:
-            stay &= unchanged(starts, goals, planes)
-            shrink = shrink & only_cleared(starts, goals, planes)
-        diamonds = (channel[DIAMOND],)
-        paper = stay & only_set(starts, goals, (_EXPLOSION_CHANNEL,))
-        paper &= count(goals, diamonds) <= count(starts, diamonds)
-        moving = starts[:, _MOVING_CHANNELS].any(axis=(1, 2, 3))
-        return np.where(moving, shrink, paper)
+        moving = _shows_moving_elements(starts)
+        paper = _paper_invariants(starts, goals)
+        if not moving.any():
+            return paper
+        return np.where(moving, _creation_free_invariants(starts, goals), paper)
 
     def heuristic(self, state: BoulderDashState) -> float:
         """Admissible: each action moves at most two cells (a gate jump) and collects at most one diamond."""
@@ -409,6 +397,42 @@ def _describe_rules(rules: Rules) -> str:
     return "parameters: " + (", ".join(changed) if changed else "official defaults")
 
 
-#: Channels of the elements beyond the paper's levels, and of explosions.
-_EXPLOSION_CHANNEL = 15
-_MOVING_CHANNELS = [3, 8, 9, 12, 13, 14, _EXPLOSION_CHANNEL, 28, 29, 30, 31, 32, 33]
+_CHANNEL = {code: int(VISIBLE_CHANNEL[code]) for code in range(NUM_CODES)}
+_GATE_PLANES = [(_CHANNEL[closed], _CHANNEL[opened]) for closed, opened in zip(CLOSED_GATES, OPEN_GATES, strict=True)]
+#: Planes whose cells never change in a paper-style level (a gate's two planes together).
+_FIXED = [(_CHANNEL[STEEL_WALL],), (_CHANNEL[EXIT_CLOSED], _CHANNEL[EXIT_OPEN], _CHANNEL[AGENT_IN_EXIT]), *_GATE_PLANES]
+#: Planes whose cells only ever vanish in a paper-style level.
+_VANISHING = [_CHANNEL[DIRT], _CHANNEL[BRICK_WALL], *(_CHANNEL[key] for key in KEYS), *(c for c, _ in _GATE_PLANES)]
+_IN_DIRT = [_CHANNEL[code] for code in (PEBBLE_IN_DIRT, STONE_IN_DIRT, VOID_IN_DIRT)]
+_AGENTS = (_CHANNEL[AGENT], _CHANNEL[AGENT_IN_EXIT])
+_EXPLOSION_CHANNEL = _CHANNEL[EXPLOSION]
+#: Channel ranges of the elements beyond the paper's levels, and of explosions: stones;
+#: fireflies and butterflies; magic walls, blobs and explosions; nuts, bombs, oranges and 47-49.
+_MOVING_RANGES = ((3, 4), (8, 10), (12, 16), (28, 34))
+
+
+def _shows_moving_elements(starts: np.ndarray) -> np.ndarray:
+    """Which observations [B] show an element beyond the paper's levels or an explosion."""
+    moving = np.zeros(len(starts), dtype=bool)
+    for low, high in _MOVING_RANGES:
+        moving |= starts[:, low:high].any(axis=(1, 2, 3))
+    return moving
+
+
+def _paper_invariants(starts: np.ndarray, goals: np.ndarray) -> np.ndarray:
+    keep = count(goals, _AGENTS) <= 1
+    for planes in _FIXED:
+        keep &= unchanged(starts, goals, planes)
+    for plane in _VANISHING:
+        keep &= only_cleared(starts, goals, (plane,))
+    keep &= only_set(starts, goals, (_EXPLOSION_CHANNEL,))
+    diamonds = (_CHANNEL[DIAMOND],)
+    return keep & (count(goals, diamonds) <= count(starts, diamonds))
+
+
+def _creation_free_invariants(starts: np.ndarray, goals: np.ndarray) -> np.ndarray:
+    """What holds with every element: what no rule creates only vanishes; at most one agent."""
+    keep = count(goals, _AGENTS) <= 1
+    for planes in [*_FIXED, *((plane,) for plane in _VANISHING + _IN_DIRT)]:
+        keep &= only_cleared(starts, goals, planes)
+    return keep
