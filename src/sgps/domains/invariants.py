@@ -25,9 +25,14 @@ Region = tuple[slice, slice] | None
 
 
 def _plane(observations: np.ndarray, channels: Sequence[int], region: Region) -> np.ndarray:
-    """The sum of `channels`' planes [B, H, W] (restricted to `region`), as integers."""
-    plane = observations[:, list(channels)].sum(axis=1, dtype=np.int32)
-    return plane if region is None else plane[:, region[0], region[1]]
+    """The sum of `channels`' planes [B, H, W] (restricted to `region`), as integers.
+
+    A single channel is read through a view (no gathered copy): the common case.
+    """
+    window = observations if region is None else observations[:, :, region[0], region[1]]
+    if len(channels) == 1:
+        return window[:, channels[0]].astype(np.int32)
+    return window[:, list(channels)].sum(axis=1, dtype=np.int32)
 
 
 def unchanged(starts: np.ndarray, goals: np.ndarray, channels: Sequence[int], region: Region = None) -> np.ndarray:
