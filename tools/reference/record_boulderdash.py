@@ -266,7 +266,7 @@ def main() -> None:
     parser.add_argument("--source", type=Path, required=True, help="the official repository (git dir or checkout)")
     parser.add_argument("--commit", default=OFFICIAL_COMMIT)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--walks-per-variation", type=int, default=12)
+    parser.add_argument("--walks-per-variation", type=int, default=16)
     parser.add_argument("--steps", type=int, default=240)
     parser.add_argument("--seed", type=int, default=45)
     args = parser.parse_args()
@@ -282,9 +282,9 @@ def main() -> None:
                 for state in record["states"]:
                     counts.update({ord(char) - 48 for char in state["grid"]})
                 records.append(record)
-    with gzip.open(args.out, "wt", compresslevel=9) as handle:
-        for record in records:
-            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+    lines = "".join(json.dumps(record, separators=(",", ":")) + "\n" for record in records)
+    with gzip.GzipFile(args.out, "wb", compresslevel=9, mtime=0) as handle:  # the same walks, the same bytes
+        handle.write(lines.encode())
     steps = sum(len(r["actions"]) for r in records)
     long_walks = sum(len(r["actions"]) >= 200 for r in records)
     print(f"{len(records)} walks ({long_walks} of 200 steps or more), {steps} steps, written to {args.out}")
