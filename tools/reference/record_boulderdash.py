@@ -38,7 +38,7 @@ from typing import Any
 OFFICIAL_COMMIT = "a9846c1e283384073a413c1f2056622b16ef8941"
 NUM_CODES = 50
 STEEL, EMPTY, DIRT = 19, 1, 2
-AGENT, EXIT_CLOSED, EXIT_OPEN = 0, 7, 8
+AGENT, EXIT_OPEN = 0, 8
 OPEN_GATES = (28, 31, 34, 37)
 #: Codes the official element table maps to its null element: the agent pushing one
 #: sideways ends the process (an unhandled lookup error), and the observation of a state
