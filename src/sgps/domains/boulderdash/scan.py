@@ -97,6 +97,7 @@ def splitmix64(seed: int) -> int:
 
 
 def initial_hidden(rules: Rules) -> Hidden:
+    """The hidden state of a level before its first step (what the official constructor sets)."""
     return Hidden(rules.magic_wall_steps, False, NO_SWAP, splitmix64(rules.random_seed))
 
 
