@@ -8,6 +8,7 @@ tests/test_boulderdash_official.py; these tests check what is built on them.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,6 +56,15 @@ def test_a_level_file_with_every_code_loads_and_draws(tmp_path):
     image = domain.render_image(state, cell=4)
     assert image.shape == (36, 36, 3)
     assert set(TEXT) == set(SPRITE_OF_CODE) == set(range(bd.NUM_CODES))
+
+
+def test_the_example_file_holds_every_code(capsys):
+    example = Path(__file__).parent.parent / "examples" / "boulderdash_every_element.txt"
+    playable, finished = read_levels(example).states()
+    assert set(playable.grid) | set(finished.grid) == set(range(bd.NUM_CODES))
+    assert bd.rules_of(playable).gravity and get_domain("boulderdash").is_goal(finished)
+    assert main(["show", str(example), "--index", "0"]) == 0
+    assert "gravity on" in capsys.readouterr().out
 
 
 def test_every_code_level_plays_and_observes_one_channel_per_cell():
