@@ -225,3 +225,29 @@ def test_trace_replay_reports_a_difference():
     domain = get_domain("boulderdash")
     record = next(r for r in trace_records() if r["params"]["gravity"] and len(r["actions"]) > 50)
     assert replay(domain, 0, {**record, "params": {**record["params"], "gravity": False}})
+
+
+def with_parameters(rows: list[list[int]], required: int, parameters: list[int]) -> list[int]:
+    return [len(rows), len(rows[0]), required, *(code for row in rows for code in row), *parameters]
+
+
+GRAVITY_ON = [1, 140, 20, 160000, 0, 1, 1, 0]
+
+
+def test_sgps_decisions_where_the_official_code_is_undefined_or_ends():
+    domain = get_domain("boulderdash")
+    # a gate jump onto the open exit enters it (spec 3.8), on the full scan too
+    state = domain.parse(with_parameters([[0, 28, 8, 3]], 0, GRAVITY_ON))
+    assert domain.is_goal(domain.step(state, 1))
+    # pushing a pebble, stone or void in dirt sideways ends the official process; here it blocks
+    for code in (bd.PEBBLE_IN_DIRT, 48, 49):
+        state = domain.parse(with_parameters([[0, code, 1, 7]], 0, GRAVITY_ON))
+        after = domain.step(state, 1)
+        assert after.agent == 0 and after.grid[1] == code
+    # a butterfly that turns and moves at once never leaves the grid (officially undefined there)
+    state = domain.parse(with_parameters([[14, 18], [18, 18], [0, 7]], 0, [0, 140, 20, 160000, 0, 1, 2, 0]))
+    after = domain.step(state, 0)
+    assert after.grid[0] in bd.BUTTERFLIES and len(after.grid) == 6
+    # a falling stone on the bottom row with butterflies turning into diamonds just lands
+    state = domain.parse(with_parameters([[0, 7], [4, 1]], 0, [0, 140, 20, 160000, 0, 2, 1, 0]))
+    assert domain.step(state, 0).grid[2] == bd.STONE

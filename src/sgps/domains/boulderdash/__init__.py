@@ -16,6 +16,7 @@ from sgps.domains.boulderdash.elements import (
     AGENT,
     AGENT_IN_EXIT,
     BRICK_WALL,
+    BUTTERFLIES,
     CLOSED_GATES,
     COLOUR_NAMES,
     DIAMOND,
@@ -29,6 +30,7 @@ from sgps.domains.boulderdash.elements import (
     NUM_CHANNELS,
     NUM_CODES,
     OPEN_GATES,
+    PEBBLE_IN_DIRT,
     STEEL_WALL,
     STONE,
     VISIBLE_CHANNEL,
@@ -37,8 +39,8 @@ from sgps.domains.boulderdash.generator import SIZE
 from sgps.domains.boulderdash.scan import Hidden, Rules
 
 __all__ = [
-    "AGENT", "AGENT_IN_EXIT", "BRICK_WALL", "CLOSED_GATES", "COLOUR_NAMES", "DIAMOND", "DIAMOND_FALLING", "DIRT",
-    "EMPTY", "EXIT_CLOSED", "EXIT_OPEN", "EXPLOSION", "KEYS", "NUM_CHANNELS", "NUM_CODES", "OPEN_GATES",
-    "PARAMETER_FIELDS", "SIZE", "STEEL_WALL", "STONE", "VISIBLE_CHANNEL",
+    "AGENT", "AGENT_IN_EXIT", "BRICK_WALL", "BUTTERFLIES", "CLOSED_GATES", "COLOUR_NAMES", "DIAMOND",
+    "DIAMOND_FALLING", "DIRT", "EMPTY", "EXIT_CLOSED", "EXIT_OPEN", "EXPLOSION", "KEYS", "NUM_CHANNELS", "NUM_CODES",
+    "OPEN_GATES", "PARAMETER_FIELDS", "PEBBLE_IN_DIRT", "SIZE", "STEEL_WALL", "STONE", "VISIBLE_CHANNEL",
     "BoulderDash", "BoulderDashState", "DynamicState", "Hidden", "Rules", "rules_of",
 ]  # fmt: skip
