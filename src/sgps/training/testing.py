@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sgps.domains.base import Domain
+from sgps.domains.levels import level_files
 from sgps.fileio import atomic_write_text
 from sgps.search.children import ChildGenerator
 from sgps.search.costs import Algorithm
@@ -94,19 +95,35 @@ class TestSummary:
 def attempt_identity(
     checkpoint: Path, problems: Path, *, budget: int, rounds: int, epsilon: float, evaluation_batch: int = 1
 ) -> str:
-    """What a test's attempts depend on: the checkpoint's and the level file's bytes, budget, rounds, ε
+    """What a test's attempts depend on: the checkpoint's and the level files' bytes, budget, rounds, ε
     and the evaluation batch (named only when it is not 1, so older journals keep their identity).
 
     A journal of attempts (`AttemptJournal`) is resumed only by a test of the same identity.
     """
     digest = hashlib.sha256()
-    for path in (checkpoint, problems):
-        with open(path, "rb") as handle:
-            digest.update(hashlib.file_digest(handle, "sha256").digest())
+    digest.update(_file_digest(checkpoint))
+    digest.update(_level_set_digest(problems))
     digest.update(f"budget={budget};rounds={rounds};epsilon={epsilon!r}".encode())
     if evaluation_batch != 1:
         digest.update(f";evaluation_batch={evaluation_batch}".encode())
     return digest.hexdigest()
+
+
+def _file_digest(path: Path) -> bytes:
+    """The SHA-256 digest of a file's bytes."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").digest()
+
+
+def _level_set_digest(problems: Path) -> bytes:
+    """A level file's digest, or for a folder (a level set too) one over its level files' names and digests."""
+    files = level_files(problems)
+    if files == [problems]:
+        return _file_digest(problems)
+    folder = hashlib.sha256()
+    for file in files:
+        folder.update(file.name.encode() + b"\0" + _file_digest(file))
+    return folder.digest()
 
 
 def journal_path(csv_path: Path) -> Path:
