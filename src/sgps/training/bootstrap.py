@@ -481,20 +481,22 @@ class Bootstrap:
             return  # a checkpoint from before fingerprints, or a caller that does not check
         # A setting the checkpoint does not name was added to sgps after the run started; its
         # default keeps the behaviour the run had, so it is no change (the problems always count).
+        # A changed setting is named first: a changed seed or validation fraction also splits --problems
+        # into other training and validation problems, and the setting is what the user changed.
         keys = saved.keys() | {key for key in self.fingerprint if key.startswith("problems.")}
         changed = sorted(key for key in keys if saved.get(key) != self.fingerprint.get(key))
-        problems = [key for key in changed if key.startswith("problems.")]
-        if problems:
-            raise ConfigError(
-                f"{self.run_dir.path}: the {' and '.join(k.removeprefix('problems.') for k in problems)} problems "
-                "differ from those the run was trained on; resume with the same --problems (and --validation)"
-            )
-        if changed:
+        settings = [key for key in changed if not key.startswith("problems.")]
+        if settings:
             details = ", ".join(f"{key} ({saved.get(key, 'absent')} -> {self.fingerprint.get(key, 'absent')})"
-                                for key in changed)  # fmt: skip
+                                for key in settings)  # fmt: skip
             raise ConfigError(
                 f"{self.run_dir.path / 'config.toml'}: changed since the run started: {details}; "
                 "put the old values back, or start a new run"
+            )
+        if changed:
+            raise ConfigError(
+                f"{self.run_dir.path}: the {' and '.join(k.removeprefix('problems.') for k in changed)} problems "
+                "differ from those the run was trained on; resume with the same --problems (and --validation)"
             )
 
 
