@@ -89,6 +89,9 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
         cell: int = 16,
     ) -> None:
         """`domain` is a registered name or a `Domain` object (e.g. ``Sokoban(observation="full")``)."""
+        if not isinstance(domain, str | Domain):
+            raise TypeError(f"domain must be a domain name (str) or a Domain object, not {type(domain).__name__} "
+                            f"{domain!r}")  # fmt: skip
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {', '.join(self.metadata['render_modes'])} or None")
