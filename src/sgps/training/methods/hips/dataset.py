@@ -37,7 +37,14 @@ from sgps.errors import ConfigError, SgpsError
 from sgps.fileio import atomic_write_bytes
 
 FORMAT = "sgps-hips-dataset-1"
-_KEYS = ("format", "domain", "names", "levels", "level_offsets", "actions", "action_offsets")
+#: The arrays of a dataset file: how many dimensions each has and the numpy kinds of its values
+#: (U: text, i and u: integers), checked before any is used.
+_LAYOUT: dict[str, tuple[int, str]] = {
+    "format": (0, "U"), "domain": (0, "U"), "names": (1, "U"), "levels": (1, "iu"), "level_offsets": (1, "iu"),
+    "actions": (1, "iu"), "action_offsets": (1, "iu"),
+}  # fmt: skip
+#: Each list of offsets and the array it cuts into trajectories.
+_OFFSETS = {"level_offsets": "levels", "action_offsets": "actions"}
 #: The date of every member of a dataset archive (the earliest a zip file can hold).
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
@@ -261,14 +268,30 @@ def read_dataset(path: str | Path, domain_name: str | None = None) -> Dataset:
 
 
 def _load_arrays(file: Path) -> dict[str, np.ndarray]:
-    """The archive's arrays (no pickles), or a `ConfigError` naming what is wrong."""
+    """The archive's arrays (no pickles), each of its `_LAYOUT`, or a `ConfigError` naming the file and
+    what is wrong (the array, when one is damaged)."""
     if not file.is_file():
         raise ConfigError(f"{file}: no such dataset file (write one with `sgps dataset`)")
+    if not zipfile.is_zipfile(file):  # numpy would read a level file as a pickle it refuses to load
+        raise ConfigError(f"{file}: not a dataset written by `sgps dataset` (not an .npz archive; levels to "
+                          "solve and learn from are given as --problems)")  # fmt: skip
     try:
         with np.load(file, allow_pickle=False) as archive:
-            missing = [key for key in _KEYS if key not in archive.files]
+            missing = [key for key in _LAYOUT if key not in archive.files]
             if missing:
-                raise ConfigError(f"{file}: not an sgps HIPS-ε dataset (missing {', '.join(missing)})")
-            return {key: archive[key] for key in _KEYS}
+                raise ConfigError(f"{file}: not a dataset written by `sgps dataset` (it has no arrays "
+                                  f"{', '.join(missing)})")  # fmt: skip
+            arrays = {key: archive[key] for key in _LAYOUT}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
         raise ConfigError(f"{file}: not a readable dataset ({error})") from None
+    for key, (dimensions, kinds) in _LAYOUT.items():
+        array = arrays[key]
+        if array.ndim != dimensions or array.dtype.kind not in kinds:
+            wanted = f"{'one' if dimensions == 0 else 'a list of'} {'text' if kinds == 'U' else 'integers'}"
+            raise ConfigError(f"{file}: damaged: the array {key} must be {wanted}, not a {array.ndim}-D array of "
+                              f"{array.dtype}")  # fmt: skip
+    for key, cut in _OFFSETS.items():
+        offsets, length = arrays[key], len(arrays[cut])
+        if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != length or bool(np.any(offsets[1:] < offsets[:-1])):
+            raise ConfigError(f"{file}: damaged: the array {key} must rise from 0 to the length of {cut} ({length})")
+    return arrays
