@@ -1,7 +1,8 @@
 """Where a run of a comparison stands, read from its run directory (docs/training.md).
 
 A run is *finished* when the loop state of its trainer checkpoint says so and the test
-CSV of every test set exists; a run with a checkpoint that is not finished was
+CSV of every test set exists, made with the weights `sgps test` tests now
+(`made_with_other_weights`); a run with a checkpoint that is not finished was
 interrupted and resumes with ``sgps train --resume``. Progress comes from the last
 rows of the metrics CSVs, read from the end of the files so that it stays cheap for
 runs of many passes.
@@ -16,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from sgps.errors import CheckpointError
+from sgps.models.checkpoint import weights_digest
 from sgps.training.methods.hips import run as hips
+from sgps.training.runner import checkpoint_path
 from sgps.training.testing import journal_path
 from sgps.training.trainer_state import read_trainer_state
 
@@ -85,6 +88,39 @@ def stop_reason(run: Path, state: dict[str, Any]) -> str:
 def test_csv(run: Path, test: str) -> Path:
     """Where `sgps test` writes the per-problem rows of test set `test` (its level file's stem)."""
     return run / "metrics" / f"test-{test}.csv"
+
+
+def tested_weights(run: Path) -> str:
+    """What names the weights `sgps test RUN` tests (best, or latest before any validation): those a
+    test record of the run must name to count as its result (`CheckpointError`: none can be read)."""
+    return weights_digest(checkpoint_path(run, "best"))
+
+
+def record_weights(record: Path) -> str | None:
+    """The weights the test record `record` names (its first row's `weights` column); None for a record
+    made before records named their weights, and for one without rows or that cannot be read."""
+    try:
+        with open(record, newline="", encoding="utf-8") as handle:
+            first = next(csv.DictReader(handle), None)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    return (first.get("weights") or None) if first is not None else None
+
+
+def made_with_other_weights(run: Path, test: str) -> bool:
+    """Whether the run's record of test set `test` names weights other than those `sgps test` tests now:
+    the run was trained further (``sgps train --resume`` on a finished run) after it was tested.
+
+    False for a missing record, for one that names no weights (made before records named them)
+    and when the run's checkpoint cannot be read: `sgps report` names those.
+    """
+    named = record_weights(test_csv(run, test))
+    if named is None:
+        return False
+    try:
+        return named != tested_weights(run)
+    except CheckpointError:
+        return False
 
 
 def journalled_attempts(run: Path, test: str) -> int:
