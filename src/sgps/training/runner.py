@@ -28,7 +28,7 @@ from sgps.training.pool import SearchPool, SharedEvaluatorPool, request_rows
 from sgps.training.ray_pool import RaySearchPool, check_executor, cluster_cpus, connect
 from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, pick_device, split_problems
-from sgps.training.tensorboard import TensorBoardLog, require_tensorboard
+from sgps.training.tensorboard import TensorBoardLog, remove_run_events, require_tensorboard
 from sgps.training.testing import TestProgress, TestSummary, attempt_identity, run_test
 from sgps.version import sgps_version
 
@@ -141,6 +141,8 @@ def train(
         else:
             if overwrite:
                 run_dir.clear()
+                if config.run.tensorboard:  # the replaced run's events would mix with this one's
+                    remove_run_events(Path(config.run.tensorboard), out)
             run_dir.create(config.as_dict())
             run_dir.log(f"sgps {sgps_version()}")
         if config.run.tensorboard:
@@ -152,7 +154,8 @@ def train(
 def _follow_in_tensorboard(bootstrap: Bootstrap, config: TrainConfig, resume: bool) -> TensorBoardLog:
     """A TensorBoard log of the run in `run.tensorboard`, listening to its loop from now on."""
     loop = bootstrap.state
-    log = TensorBoardLog(Path(config.run.tensorboard), config_text=None if resume else to_toml(config.as_dict()),
+    log = TensorBoardLog(Path(config.run.tensorboard), bootstrap.run_dir.path,
+                         config_text=None if resume else to_toml(config.as_dict()),
                          resumed_at=loop.cumulative_expansions if resume else None, seconds=loop.seconds)  # fmt: skip
     bootstrap.listeners.append(log)
     return log
