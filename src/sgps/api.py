@@ -287,13 +287,18 @@ def train(
 
     Every option is the command's flag of the same name (``time_limit`` in minutes);
     None keeps the value of the preset or the `config` TOML file. A path argument that is
-    not a str or Path is a `TypeError` naming it, before anything is created.
+    not a str or Path, or another argument of the wrong type, is a `TypeError` naming it,
+    before anything is created.
     """
     problems_path, out_path = _path("problems", problems, "a level file or folder"), _path("out", out, "a folder")
     validation_path = None if validation is None else _path("validation", validation, "a level file or folder")
     config_path = None if config is None else _path("config", config, "a TOML file")
     if tensorboard is not None:
         _path("tensorboard", tensorboard, "a folder")
+    for name, value, kind in (("domain", domain, str), ("preset", preset, str), ("threads", threads, int),
+                              ("max_batches", max_batches, int), ("resume", resume, bool),
+                              ("overwrite", overwrite, bool), ("quiet", quiet, bool)):  # fmt: skip
+        _scalar(name, value, kind)
     overrides = option_overrides({
         "algorithm": algorithm, "device": device, "workers": workers, "seed": seed, "evaluator": evaluator,
         "evaluation_batch": evaluation_batch, "precision": precision,
@@ -316,6 +321,7 @@ def train(
         quiet=quiet,
         threads=threads,
         max_batches=max_batches,
+        spell=lambda name: f"{name}=",
     )
     return TrainedRun(
         path=out_path,
@@ -361,6 +367,12 @@ def animate_test_solutions(
             write_gif(path, searcher.domain, outcome.states)
             written.append(path)
     return written
+
+
+def _scalar(name: str, value: Any, kind: type) -> None:
+    """A `TypeError` naming the argument `name` unless `value` is None or a `kind` (a bool is no int)."""
+    if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
+        raise TypeError(f"{name} must be a {kind.__name__}, not {type(value).__name__} {value!r}")
 
 
 def _path(name: str, value: Any, what: str) -> Path:

@@ -284,6 +284,27 @@ class Bootstrap:
             self.checkpoint()
         return state
 
+    def why_finished(self) -> str | None:
+        """Why the run, as loaded, cannot train on (None when it can): a stopping rule, or a limit not raised.
+
+        A resume that would do nothing says so (`sgps train --resume` warns with this)
+        instead of reporting the old result as if it had trained.
+        """
+        state = self.state
+        if not state.finished:
+            return None
+        if not state.stopped_by_limit:
+            return (f"it finished ({state.stop_reason}); nothing is left to train: start a new run "
+                    "with --overwrite or another --out")  # fmt: skip
+        reason = self._limit_reached(time.perf_counter() - state.seconds)
+        how = {
+            "iteration limit": f"give --max-iterations above {state.iteration}",
+            "wall-clock limit": f"give --time-limit above {state.seconds / 60:.2f} (minutes: the limit counts all "
+                                "of the run's training time, not this session's)",
+            "expansion limit": f"raise bootstrap.max_expansions above {state.cumulative_expansions:,}",
+        }  # fmt: skip
+        return None if reason is None else f"it stopped at its {reason}; to train on, {how[reason]}"
+
     def _limit_reached(self, started: float) -> str | None:
         """Which limit stops the run now, if any (iterations, wall-clock time, expansions)."""
         config = self.config

@@ -22,15 +22,22 @@ from sgps.domains.base import Domain
 from sgps.domains.levels import Level, read_levels
 from sgps.domains.registry import get_domain
 from sgps.errors import CheckpointError, ConfigError
-from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, recorded_architecture, save_checkpoint
+from sgps.models.checkpoint import (
+    SEARCH_KEY,
+    load_checkpoint,
+    recorded_architecture,
+    save_checkpoint,
+    weights_digest,
+)
 from sgps.models.hips import HipsConfig, HipsModel, cell_patterns
+from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.search.costs import make_algorithm
 from sgps.training.config import read_toml
-from sgps.training.methods.hips.dataset import Trajectory, build_dataset, read_dataset, write_dataset
+from sgps.training.methods.hips.dataset import Trajectory, build_dataset, dataset_journal, read_dataset, write_dataset
 from sgps.training.methods.hips.learner import HipsLearner, HipsSettings
 from sgps.training.methods.hips.search import HipsHeuristic, HybridChildren
-from sgps.training.rundir import RunDirectory
-from sgps.training.schema import check_value, validate_section
+from sgps.training.rundir import RUN_FILES, RunDirectory
+from sgps.training.schema import InvalidSettingError, check_value, validate_section
 from sgps.training.setup import pick_device
 from sgps.training.testing import TestProgress, TestSummary, attempt_identity, run_test
 from sgps.version import sgps_version
@@ -117,6 +124,13 @@ def train(
         raise ConfigError(f"{ALGORITHM} trains from a dataset or from training levels: give one of the two")
     if extra_problems is not None and problems is None:
         raise ConfigError("--extra-problems adds levels to --problems; a --dataset is used as it is")
+    check_outputs([Output("--out", out, FOLDER, replaces=RUN_FILES)],
+                  [("--dataset", dataset_path), ("--problems", problems), ("--extra-problems", extra_problems),
+                   ("--config", config_file)])  # fmt: skip
+    try:
+        check_value("bootstrap", "seed", seed)  # the Bootstrap methods' rule for the same --seed
+    except InvalidSettingError as error:
+        raise ConfigError(f"--seed {error.problem}") from None
     settings = resolve_settings(preset, config_file, overrides)
     if threads is not None:
         torch.set_num_threads(threads)
@@ -132,11 +146,15 @@ def train(
             extra.observation_shape(shape)
             all_levels += _new_levels(levels.domain, all_levels, extra.levels)
         all_levels = _not_at_goal(levels.domain, all_levels, lambda level: level.state, problems)
+        created = not out.exists()
         out.mkdir(parents=True, exist_ok=True)
         dataset_path = out / "dataset.npz"
-        journal = out / "dataset.npz.journal"
+        journal = dataset_journal(dataset_path)
         built = build_dataset(levels.domain, all_levels, journal=journal)
-        if not built.dataset.trajectories:
+        if not built.dataset.trajectories:  # a refusal leaves the disk as it was
+            journal.unlink(missing_ok=True)
+            if created:
+                out.rmdir()
             raise ConfigError(f"{problems}: the exact solver finished none of the {len(all_levels)} levels")
         write_dataset(dataset_path, built.dataset)
         journal.unlink()
@@ -256,4 +274,4 @@ def test(
     identity = attempt_identity(checkpoint, problems, budget=budget, rounds=rounds, epsilon=settings.epsilon)
     return run_test(domain, states, algorithm, heuristic, budget=budget, rounds=rounds, children=children,
                     csv_path=run / "metrics" / f"test-{problems.stem}.csv", identity=identity,
-                    progress=progress)  # fmt: skip
+                    weights=weights_digest(checkpoint), progress=progress)  # fmt: skip
