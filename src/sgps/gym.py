@@ -103,6 +103,11 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
                 check_whole_number(name, value, 0)
         if params is not None and not isinstance(params, Mapping):
             raise TypeError(f"params must be a mapping of generator parameters, not {type(params).__name__}")
+        if level_file is not None and not isinstance(level_file, str | Path):
+            raise TypeError(f"level_file must be a level file or folder (str or Path), not {type(level_file).__name__}")
+        if reward is not None and not callable(reward):
+            raise TypeError(f"reward must be a function reward(state, action, next_state) or None, not "
+                            f"{type(reward).__name__}")  # fmt: skip
         self.render_mode = render_mode
         self.max_steps = max_steps
         self.cell = cell
