@@ -346,9 +346,9 @@ def animate_test_solutions(
     the unsolved problems, and each solution is drawn to ``OUT/<file>-<k>.gif``.
     Returns the files written.
     """
-    if limit < 0:
-        raise ConfigError("the GIF limit must not be negative")
-    run, problems, out = Path(run), Path(problems), Path(out)
+    check_whole_number("limit", limit, 0, label="the GIF limit")
+    run = _path("run", run, "a run directory")
+    problems, out = _path("problems", problems, "a level file or folder"), _path("out", out, "a folder")
     record = f"test-{problems.stem}"
     if not (run / "metrics" / f"{record}.csv").is_file():
         raise ConfigError(f"{run} has no test record of {problems}; run `sgps test` on it first")
