@@ -38,10 +38,10 @@ from unittest import mock
 
 from sgps.errors import SgpsError
 
-REFUSED, ACCEPTED, TRACEBACK, HANG, UNCLEAR, LEFT_FILES = (
-    "refused", "accepted", "traceback", "hang", "unclear message", "left files behind")  # fmt: skip
+REFUSED, ACCEPTED, TRACEBACK, HANG, UNCLEAR, LEFT_FILES, WRONG = (
+    "refused", "accepted", "traceback", "hang", "unclear message", "left files behind", "wrong result")  # fmt: skip
 #: Outcomes that are defects whatever the case expected.
-DEFECTS = (TRACEBACK, HANG, UNCLEAR, LEFT_FILES)
+DEFECTS = (TRACEBACK, HANG, UNCLEAR, LEFT_FILES, WRONG)
 SILENT_ACCEPT = "silent accept"
 
 #: Output options of the command line: (command, dest) -> kind ("file" or "folder"), and a
@@ -82,6 +82,8 @@ class Workspace:
     levels: Path
     run: Path
     config: Path
+    journal: Path  # the journal of a finished dataset build of `levels`
+    dataset: Path  # that build's dataset
 
     def fill(self, template: str, out: str) -> list[str]:
         names = {"{levels}": str(self.levels), "{run}": str(self.run), "{config}": str(self.config),
@@ -116,6 +118,10 @@ class Case:
 
 class Accepted(Exception):  # noqa: N818 - a sentinel, not an error
     """Raised in place of training: every check of the command has passed."""
+
+
+class WrongResultError(Exception):
+    """Raised by a case that was accepted but wrote something other than the undamaged input gives."""
 
 
 def unclassified_path_options() -> list[tuple[str, str]]:
@@ -259,6 +265,99 @@ def damaged_run_cases(space: Workspace) -> list[Case]:
     return cases
 
 
+def damaged_journal_cases(space: Workspace) -> list[Case]:
+    """A dataset journal (`sgps dataset`'s record of finished levels) damaged field by field, then resumed.
+
+    Every entry's every field is removed or given a value of another type or range,
+    entries are duplicated, swapped and cut, and the file is made binary or a FIFO. The
+    command may refuse or rebuild; if it writes a dataset, it must be the dataset an
+    undamaged build writes, trajectory for trajectory.
+    """
+    import json
+
+    from sgps.training.methods.hips.dataset import read_dataset
+
+    template = space.journal.read_text().splitlines()
+    header, entries = template[0], [json.loads(line) for line in template[1:]]
+    clean = read_dataset(space.dataset)
+    mutations: list[tuple[str, Callable[[], bytes]]] = []
+    for number, entry in enumerate(entries):
+        for key in entry:
+            for value in (None, -1, "x", [], True, 10**30):
+                mutations.append((f"entry {number} {key}={value!r}", _entries(header, entries, number, key, value)))
+            mutations.append((f"entry {number} without {key}", _entries(header, entries, number, key, _REMOVE)))
+    text = "\n".join(template) + "\n"
+    mutations += [
+        ("an entry twice", lambda: ("\n".join([*template, template[1]]) + "\n").encode()),
+        ("entries swapped", lambda: ("\n".join([header, *template[1:][::-1]]) + "\n").encode()),
+        ("cut mid-entry", lambda: text[: len(text) * 2 // 3].encode()),
+        ("header of another build", lambda: ("\n".join([header.replace('"count": ', '"count": 1'), *template[1:]])
+                                              + "\n").encode()),
+        ("not UTF-8", lambda: b"\xff\xfe" + text.encode()),
+        ("empty", lambda: b""),
+    ]
+    cases = []
+    for label, content in mutations:
+        def call(label: str = label, content: Callable[[], bytes] = content) -> int:
+            from sgps.cli import main
+
+            folder = space.root / SCRATCH / "journals"
+            folder.mkdir(parents=True, exist_ok=True)
+            out = folder / f"{abs(hash(label))}.npz"
+            out.unlink(missing_ok=True)
+            (folder / f"{out.name}.journal").write_bytes(content())
+            status = main(["dataset", "tsp", "--problems", str(space.levels), "--out", str(out), "--workers", "1"])
+            if status == 0:
+                written = read_dataset(out)
+                if [(t.name, t.actions) for t in written.trajectories] != \
+                        [(t.name, t.actions) for t in clean.trajectories]:  # fmt: skip
+                    raise WrongResultError("the dataset differs from an undamaged build's")
+            return status
+
+        cases.append(Case("damaged journals", label, call, hostile=False))
+
+    def fifo() -> int:
+        from sgps.cli import main
+
+        folder = space.root / SCRATCH / "journals"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "fifo.npz.journal").unlink(missing_ok=True)
+        os.mkfifo(folder / "fifo.npz.journal")
+        return main(["dataset", "tsp", "--problems", str(space.levels), "--out", str(folder / "fifo.npz")])
+
+    cases.append(Case("damaged journals", "journal is a FIFO", fifo))
+    for label, name in (("test record is a FIFO", "test-t.csv"), ("test journal is a FIFO", "test-t.csv.partial")):
+        def test_call(name: str = name, label: str = label) -> int:
+            from sgps.cli import main
+
+            copy = space.root / SCRATCH / label.replace(" ", "-")
+            copy.parent.mkdir(exist_ok=True)
+            os.system(f"rm -rf '{copy}' && cp -r '{space.run}' '{copy}'")
+            _damage(copy / "metrics" / name, "fifo")
+            return main(["test", str(copy), "--problems", str(space.levels), "--budget", "100"])
+
+        cases.append(Case("damaged journals", label, test_call))
+    return cases
+
+
+_REMOVE = object()
+
+
+def _entries(header: str, entries: list[dict[str, Any]], number: int, key: str, value: Any) -> Callable[[], bytes]:
+    """The journal text with entry `number`'s `key` set to `value` (removed for `_REMOVE`)."""
+    import json
+
+    def content() -> bytes:
+        changed = [dict(entry) for entry in entries]
+        if value is _REMOVE:
+            del changed[number][key]
+        else:
+            changed[number][key] = value
+        return ("\n".join([header, *(json.dumps(entry) for entry in changed)]) + "\n").encode()
+
+    return content
+
+
 def _damage(path: Path, how: str) -> None:
     if how == "cut":
         lines = path.read_text().splitlines(keepends=True)
@@ -283,7 +382,8 @@ def _damage(path: Path, how: str) -> None:
 def make_workspace(root: Path) -> Workspace:
     """A level file, a finished tiny run, a comparison config and the special files the cases aim at."""
     from sgps.cli import main
-    from sgps.domains import get_domain, write_levels
+    from sgps.domains import get_domain, read_levels, write_levels
+    from sgps.training.methods.hips.dataset import build_dataset, write_dataset
 
     root.mkdir(parents=True, exist_ok=True)
     domain = get_domain("tsp")
@@ -295,11 +395,14 @@ def make_workspace(root: Path) -> Workspace:
                      "--device", "cpu", "--max-iterations", "1", "--workers", "1"]) == 0  # fmt: skip
     config = root / "compare.toml"
     config.write_text("[problems]\n")
+    journal, dataset = root / "journal-template", root / "dataset.npz"
+    built = build_dataset(domain, read_levels(levels).levels, journal=journal)
+    write_dataset(dataset, built.dataset)
     os.mkfifo(root / "fifo")
     (root / "dangling").symlink_to(root / "nowhere")
     (root / "a-folder").mkdir()
     (root / "a-file").write_text("x")
-    return Workspace(root, levels, run, config)
+    return Workspace(root, levels, run, config, journal, dataset)
 
 
 def run_cases(cases: Sequence[Case], root: Path, *, limit: int = 30) -> None:
@@ -312,6 +415,9 @@ def run_cases(cases: Sequence[Case], root: Path, *, limit: int = 30) -> None:
                 status = case.call()
         except Accepted:
             status = 0
+        except WrongResultError as error:
+            case.outcome, case.message = WRONG, str(error)
+            continue
         except SystemExit as exited:  # argparse's refusals
             status = exited.code if isinstance(exited.code, int) else 2
         except TimeoutError:

@@ -61,7 +61,8 @@ def current_umask() -> int:
 
 
 def open_regular(
-    path: str | Path, mode: str = "r", *, encoding: str | None = "utf-8", newline: str | None = None
+    path: str | Path, mode: str = "r", *, encoding: str | None = "utf-8", newline: str | None = None,
+    errors: str | None = None,
 ) -> IO[Any]:
     """Open `path` like `open`, but refuse anything but a regular file without blocking.
 
@@ -85,7 +86,7 @@ def open_regular(
         os.set_blocking(fd, True)
         if "b" in mode:
             return os.fdopen(fd, mode)
-        return os.fdopen(fd, mode, encoding=encoding, newline=newline)
+        return os.fdopen(fd, mode, encoding=encoding, newline=newline, errors=errors)
     except BaseException:
         os.close(fd)
         raise

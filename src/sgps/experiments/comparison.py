@@ -47,7 +47,7 @@ from sgps.experiments.results import (
 )
 from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
 from sgps.experiments.tomlfile import dumps
-from sgps.fileio import atomic_write_text
+from sgps.fileio import atomic_write_text, open_regular
 from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.training.methods.hips import run as hips
 from sgps.training.ray_pool import check_executor, cluster_cpus, connect
@@ -205,7 +205,7 @@ def _adds_runs(key: str, started: Mapping[str, Any], resolved: Mapping[str, Any]
 def _locked(out: Path) -> Iterator[None]:
     """Hold `out` for this comparison: a second `sgps compare` on the same folder is refused."""
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".lock", "w") as handle:
+    with open_regular(out / ".lock", "a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -42,6 +42,7 @@ from sgps.experiments.runstate import (
     training_finished,
     training_progress,
 )
+from sgps.fileio import open_regular
 
 POLL_SECONDS = 0.5
 WAITING, DONE, PAUSED, FAILED = "waiting", "done", "paused", "failed"
@@ -153,7 +154,7 @@ class Scheduler:
         job.commands += 1
         job.trained = job.trained or job.status == "training"
         job.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(job.log, "ab") as log:
+        with open_regular(job.log, "ab") as log:
             log.write(("$ sgps " + " ".join(command) + "\n").encode())
         job.process = self.launcher.start(command, self.concurrency.threads, job.log)
         self.display.event(f"{job.run.name}: {job.status}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sgps.errors import CheckpointError
+from sgps.fileio import open_regular
 from sgps.models.checkpoint import weights_digest
 from sgps.training.methods.hips import run as hips
 from sgps.training.runner import checkpoint_path
@@ -75,7 +76,7 @@ def stop_reason(run: Path, state: dict[str, Any]) -> str:
     if state.get("stop_reason"):
         return str(state["stop_reason"])
     try:
-        lines = (run / "log.txt").read_text(errors="replace").splitlines()
+        lines = _read_text(run / "log.txt").splitlines()
     except FileNotFoundError:
         return ""
     for line in reversed(lines):
@@ -100,7 +101,7 @@ def record_weights(record: Path) -> str | None:
     """The weights the test record `record` names (its first row's `weights` column); None for a record
     made before records named their weights, and for one without rows or that cannot be read."""
     try:
-        with open(record, newline="", encoding="utf-8") as handle:
+        with open_regular(record, newline="") as handle:
             first = next(csv.DictReader(handle), None)
     except (OSError, UnicodeDecodeError, csv.Error):
         return None
@@ -126,7 +127,7 @@ def made_with_other_weights(run: Path, test: str) -> bool:
 def journalled_attempts(run: Path, test: str) -> int:
     """Attempts journalled so far by the unfinished test of test set `test` (`sgps.training.testing.AttemptJournal`)."""
     try:
-        text = journal_path(test_csv(run, test)).read_text(errors="replace")
+        text = _read_text(journal_path(test_csv(run, test)))
     except FileNotFoundError:
         return 0
     return max(text.count("\n") - 2, 0)  # the identity and the header; a cut last row has no newline yet
@@ -145,7 +146,7 @@ def training_progress(run: Path) -> RunProgress | None:
 def last_row(path: Path) -> dict[str, str] | None:
     """The last complete data row of a CSV file, keyed by its header; None if it has none."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, "rb") as handle:
             header = handle.readline()
             size = handle.seek(0, os.SEEK_END)
             handle.seek(max(len(header), size - _TAIL_BYTES))
@@ -158,3 +159,9 @@ def last_row(path: Path) -> dict[str, str] | None:
     names = next(csv.reader([header.decode("utf-8", "replace")]))
     values = next(csv.reader([lines[-1]]))
     return dict(zip(names, values, strict=True)) if len(values) == len(names) else None
+
+
+def _read_text(path: Path) -> str:
+    """A run's text file, bad bytes replaced; a FIFO or device there is refused instead of waited on."""
+    with open_regular(path, errors="replace") as handle:
+        return handle.read()

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from sgps.domains.animation import trajectory
 from sgps.domains.base import Domain
 from sgps.domains.levels import level_files
-from sgps.fileio import atomic_write_text
+from sgps.fileio import atomic_write_text, open_regular
 from sgps.search.children import ChildGenerator
 from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
@@ -194,7 +194,7 @@ def attempt_identity(
 
 def _file_digest(path: Path) -> bytes:
     """The SHA-256 digest of a file's bytes."""
-    with open(path, "rb") as handle:
+    with open_regular(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").digest()
 
 
@@ -238,7 +238,8 @@ class AttemptJournal:
         journal holding only those."""
         kept: dict[tuple[int, int], list[str]] = {}
         try:
-            lines = self.path.read_text(encoding="utf-8").split("\n")
+            with open_regular(self.path) as handle:
+                lines = handle.read().split("\n")
         except (FileNotFoundError, UnicodeDecodeError):
             lines = []
         if lines[:2] == [f"# {self.identity}", ",".join(TEST_COLUMNS)]:
@@ -252,7 +253,7 @@ class AttemptJournal:
         return kept
 
     def append(self, row: Sequence[Any]) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
+        with open_regular(self.path, "a") as handle:
             handle.write(self._line(row))
 
     def remove(self) -> None:

@@ -34,7 +34,7 @@ from sgps.domains.levels import Level, states_digest
 from sgps.domains.registry import get_domain
 from sgps.domains.solver import default_state_cap, solve
 from sgps.errors import ConfigError, SgpsError
-from sgps.fileio import atomic_write_bytes
+from sgps.fileio import atomic_write_bytes, open_regular
 
 FORMAT = "sgps-hips-dataset-1"
 #: The arrays of a dataset file: how many dimensions each has and the numpy kinds of its values
@@ -112,7 +112,7 @@ def build_dataset(
     with contextlib.ExitStack() as stack:
         record = None
         if journal is not None:
-            record = stack.enter_context(open(journal, "a", encoding="utf-8"))
+            record = stack.enter_context(open_regular(journal, "a"))
             if not finished and journal.stat().st_size == 0:
                 _append(record, _journal_header(domain, levels, max_states))
         for index, outcome in _solve_all(domain, levels, todo, max_states, workers):
@@ -182,12 +182,13 @@ def _read_journal(
     if not journal.exists() or journal.stat().st_size == 0:
         return {}
     try:
-        text = journal.read_text(encoding="utf-8")
+        with open_regular(journal) as handle:
+            text = handle.read()
     except UnicodeDecodeError as error:
         raise ConfigError(f"{journal}: not a dataset journal (byte {error.start} is not UTF-8)") from None
     complete = text[: text.rfind("\n") + 1]
     if len(complete) < len(text):  # a line cut by an interruption: dropped, so the next line starts clean
-        with open(journal, "r+", encoding="utf-8") as handle:
+        with open_regular(journal, "r+") as handle:
             handle.truncate(len(complete.encode()))
     lines = complete.splitlines()
     try:
