@@ -64,6 +64,9 @@ def main() -> int:
     print(f"all: {len(cases)} cases; " + ", ".join(f"{kind}: {number}" for kind, number in kinds.items()))
     for case in defects:
         print(f"DEFECT {case.kind} / {case.name}: {case.defect} ({case.message})")
+    for case in cases:
+        if case.outcome == fuzzing.ACCEPTED:
+            print(f"accepted (not hostile): {case.kind} / {case.name}")
     return 1 if defects else 0
 
 
