@@ -251,7 +251,7 @@ def test_animating_test_solutions_checks_its_arguments(trained_run, tmp_path, ar
 # -- level files ----------------------------------------------------------------------------------------------------
 
 
-def test_a_folder_of_level_files_is_a_test_set(trained_run, tmp_path, capsys):
+def test_a_folder_of_level_files_is_a_test_set(trained_run, tmp_path, capsys, monkeypatch):
     run, problems = trained_run
     folder = tmp_path / "tests"
     folder.mkdir()
@@ -260,6 +260,9 @@ def test_a_folder_of_level_files_is_a_test_set(trained_run, tmp_path, capsys):
     assert main(["test", str(run), "--problems", str(folder), "--budget", "50"]) == 0
     assert "/11" in capsys.readouterr().out
     assert (run / "metrics" / "test-tests.csv").is_file()
+    monkeypatch.chdir(folder)  # the folder as `.`: its record is named after it too
+    assert main(["test", str(run), "--problems", ".", "--budget", "50"]) == 0
+    assert not (run / "metrics" / "test-.csv").exists()
 
 
 def test_a_byte_order_mark_is_read_as_utf8(tmp_path, tsp):

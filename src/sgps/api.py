@@ -33,6 +33,7 @@ from sgps.training.config import TrainConfig, load_run_config, option_overrides
 from sgps.training.methods.hips import run as hips
 from sgps.training.runner import checkpoint_path
 from sgps.training.setup import FLAT_HEADS, build_method, pick_device, search_algorithm
+from sgps.training.testing import record_name
 
 #: The devices `load` takes (`run.device`'s values).
 DEVICES = ("cpu", "cuda", "auto")
@@ -349,7 +350,7 @@ def animate_test_solutions(
     check_whole_number("limit", limit, 0, label="the GIF limit")
     run = _path("run", run, "a run directory")
     problems, out = _path("problems", problems, "a level file or folder"), _path("out", out, "a folder")
-    record = f"test-{problems.stem}"
+    record = record_name(problems)
     if not (run / "metrics" / f"{record}.csv").is_file():
         raise ConfigError(f"{run} has no test record of {problems}; run `sgps test` on it first")
     rows = [row for row in RunDirectory(run).read(record) if row["solved"] == "1"]

@@ -7,6 +7,7 @@ import functools
 import hashlib
 import io
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,6 +208,12 @@ def _level_set_digest(problems: Path) -> bytes:
     for file in files:
         folder.update(file.name.encode() + b"\0" + _file_digest(file))
     return folder.digest()
+
+
+def record_name(problems: Path) -> str:
+    """The name of the record `sgps test` keeps of the level file or folder `problems` (RUN/metrics/NAME.csv):
+    ``test-`` and the file's stem or the folder's name, ``.`` and ``..`` read as the folder they name."""
+    return f"test-{Path(os.path.abspath(problems)).stem}"
 
 
 def journal_path(csv_path: Path) -> Path:
