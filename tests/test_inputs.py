@@ -206,10 +206,17 @@ def test_load_checks_the_device_where_it_is_given(trained_run, device, error, me
         sgps.load(run, device=device)
 
 
-def test_load_refuses_cuda_at_once_on_a_machine_without_it(trained_run, monkeypatch):
+def test_load_refuses_cuda_at_once_on_a_machine_without_it(trained_run, tmp_path, monkeypatch):
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
-    with pytest.raises(ConfigError, match="device is 'cuda' but no CUDA device is available"):
+    with pytest.raises(ConfigError, match="device is 'cuda' but no CUDA device is available; pass device='cpu'"):
         sgps.load(trained_run[0], device="cuda")
+    run = tmp_path / "trained-on-a-gpu"
+    shutil.copytree(trained_run[0], run)
+    config = run / "config.toml"
+    config.write_text(config.read_text().replace('device = "cpu"', 'device = "cuda"'))
+    with pytest.raises(ConfigError, match="device is 'cuda' but no CUDA device is available; pass device='cpu'"):
+        sgps.load(run)
+    assert sgps.load(run, device="cpu").solve(trained_run[1], budget=10).expansions > 0
 
 
 def test_solve_honours_the_index_of_a_file_and_refuses_it_for_one_level(trained_run):

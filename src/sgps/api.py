@@ -220,8 +220,8 @@ def load(path: str | Path, *, checkpoint: str = "best", device: str | None = Non
     `path` is a run directory or a checkpoint file in a run's ``checkpoints/`` folder.
     For a run directory, `checkpoint` picks the weights as ``sgps test --checkpoint``
     does: ``best`` (the latest when no validation has run yet), ``last``, or a file.
-    `device` is ``cpu``, ``cuda`` or ``auto`` (default: the run's own setting); ``cuda``
-    on a machine without a CUDA device is refused here, not at the first search.
+    `device` is ``cpu``, ``cuda`` or ``auto`` (default: the run's own setting); ``cuda``,
+    given or the run's, on a machine without a CUDA device is refused here, not at the first search.
     """
     if not isinstance(path, str | Path):
         raise TypeError(f"path must be a run directory or checkpoint file (str or Path), not {type(path).__name__}")
@@ -244,8 +244,10 @@ def load(path: str | Path, *, checkpoint: str = "best", device: str | None = Non
     config = load_run_config(run / "config.toml")
     if device is not None:
         config = dataclasses.replace(config, run=dataclasses.replace(config.run, device=device))
-        if device == "cuda":
-            pick_device(device)  # no CUDA device: refused now
+    try:  # cuda (given, or the run's own) on a machine without a CUDA device: refused now, not at the first search
+        pick_device(config.run.device)
+    except ConfigError as error:
+        raise ConfigError(f"{run}: {error}; pass device='cpu' to search on the CPU") from None
     if not weights.is_file():
         raise CheckpointError(f"{weights}: no such checkpoint file")
     return Searcher(config, weights)
