@@ -88,17 +88,19 @@ def test_hips_skips_levels_already_at_their_goal_and_refuses_when_none_is_left(t
     assert hips_train("--problems", str(solved), "--out", str(tmp_path / "none")) == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and "start at their goal" in error and "nothing to learn" in error
+    assert not (tmp_path / "none").exists()  # refused before anything was created
     data = tmp_path / "solved.npz"  # a dataset that holds only such levels (`sgps dataset` keeps them)
     assert main(["dataset", "sokoban", "--problems", str(solved), "--out", str(data), "--workers", "1"]) == 0
     assert hips_train("--dataset", str(data), "--out", str(tmp_path / "from-data")) == 2
     assert "nothing to learn" in capsys.readouterr().err
+    assert not (tmp_path / "from-data").exists()
 
 
-def rewrite_dataset(path, **changes) -> None:
-    """Replace arrays of a dataset file (the rest kept as written)."""
+def damage_dataset(path, array: str, damage) -> None:
+    """Replace one array of a dataset file by `damage(arrays)` (the others kept as written)."""
     with np.load(path, allow_pickle=False) as archive:
         arrays = {key: archive[key] for key in archive.files}
-    arrays.update(changes)
+    arrays[array] = damage(arrays)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     path.write_bytes(buffer.getvalue())
@@ -123,9 +125,7 @@ def test_damaged_dataset_arrays_are_refused_naming_the_file_and_the_array(tmp_pa
     built = build_dataset(tsp, read_levels(tsp_levels(tmp_path, "train.txt", 0, 2)).levels)
     data = tmp_path / "data.npz"
     write_dataset(data, built.dataset)
-    with np.load(data, allow_pickle=False) as archive:
-        arrays = {key: archive[key] for key in archive.files}
-    rewrite_dataset(data, **{array: damage(arrays)})
+    damage_dataset(data, array, damage)
     with pytest.raises(ConfigError, match=rf"data\.npz: .*\b{array}\b"):
         read_dataset(data)
 
