@@ -285,6 +285,14 @@ def test_a_byte_order_mark_is_read_as_utf8(tmp_path, tsp):
         read_levels(bad)
 
 
+def test_a_byte_order_mark_is_read_in_a_config_file(tmp_path, no_learning):
+    problems = tsp_levels(tmp_path, "train.txt", 0, 2)
+    config = tmp_path / "hips.toml"
+    config.write_bytes(b"\xef\xbb\xbf[hips]\nepochs = 1\n")
+    assert hips_train("--problems", str(problems), "--config", str(config), "--out", str(tmp_path / "run")) == 0
+    assert "epochs = 1" in (tmp_path / "run" / "config.toml").read_text()
+
+
 # -- resumed and overwritten runs ------------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ directory's ``config.toml``.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
@@ -296,11 +297,14 @@ def load_run_config(file: Path, overrides: Mapping[str, Mapping[str, Any]] | Non
 
 
 def read_toml(file: Path) -> dict[str, Any]:
-    """A TOML file's document; a `ConfigError` when it is missing, not a regular file, not UTF-8 or not TOML."""
+    """A TOML file's document; a `ConfigError` when it is missing, not a regular file, not UTF-8 or not TOML.
+
+    A UTF-8 byte-order mark that begins the file (some editors write one) is skipped, as in level files.
+    """
     if file.exists() and not file.is_file():
         raise ConfigError(f"{file}: not a regular file")
     try:
-        text = file.read_bytes().decode("utf-8")
+        text = file.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{file}: no such config file") from None
     except UnicodeDecodeError as error:
