@@ -181,11 +181,12 @@ def test_the_packaged_demo_comparison_is_a_valid_config():
         (["train", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--extra-problems", "{tmp}/good.txt"],
          "--extra-problems applies only with --algorithm hips-eps"),
         (["train", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--codebook-size", "3"],
-         "subgoal.codebook_size: only the subgoal algorithms (phs-sg, levin-sg) use it, not phs"),
+         "--codebook-size: not used by the phs algorithm, so refused rather than ignored "
+         "(--codebook-size applies to phs-sg, levin-sg)"),
         (["train", "--algorithm", "levin", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--no-failed-trees"],
-         "subgoal.failed_trees: only the subgoal algorithms"),
+         "--no-failed-trees: not used by the levin algorithm"),
         (["train", "--algorithm", "hips-eps", "--problems", "{tmp}/good.txt", "--out", "{tmp}/r", "--workers", "4"],
-         "--workers: not used by --algorithm hips-eps"),
+         "--workers: not used by the hips-eps algorithm"),
     ],
 )  # fmt: skip
 def test_errors_are_one_line_with_nonzero_exit(tmp_path, capsys, argv, message):

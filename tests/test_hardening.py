@@ -417,7 +417,7 @@ def test_outputs_are_written_to_regular_files_only(tmp_path, capsys):
     fifo = tmp_path / "fifo.txt"
     os.mkfifo(fifo)
     assert main(["generate", "tsp", "--count", "1", "--out", str(fifo)]) == 2
-    assert f"{fifo}: not a regular file" in one_error_line(capsys)
+    assert f"{fifo}: a FIFO (named pipe), not a regular file" in one_error_line(capsys)
     assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the FIFO, not replaced by a file
     real = tmp_path / "real.txt"
     real.write_text("old\n")
@@ -429,5 +429,5 @@ def test_outputs_are_written_to_regular_files_only(tmp_path, capsys):
     device = tmp_path / "null-link.txt"
     device.symlink_to("/dev/null")
     assert main(["generate", "tsp", "--count", "1", "--out", str(device)]) == 2
-    assert "not a regular file" in one_error_line(capsys)
+    assert "a device, not a regular file" in one_error_line(capsys)
     assert Path("/dev/null").is_char_device()

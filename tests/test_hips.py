@@ -88,7 +88,7 @@ def test_a_dataset_whose_actions_miss_the_goal_is_refused(tmp_path, tsp):
     with pytest.raises(ConfigError, match="a tsp dataset, but this run is on sokoban"):
         read_dataset(tmp_path / "bad.npz", "sokoban")
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
-    with pytest.raises(ConfigError, match=r"junk\.npz: not a readable dataset"):
+    with pytest.raises(ConfigError, match=r"junk\.npz: not a dataset written by `sgps dataset`"):
         read_dataset(tmp_path / "junk.npz")
 
 

@@ -149,3 +149,22 @@ def test_without_ray_the_executor_option_says_how_to_install_it(command, problem
     assert len(error) == 1 and error[0].startswith("sgps: error: --executor ray needs Ray")
     assert "pip install" in error[0] and "[ray]" in error[0]
     assert sorted(tmp_path.rglob("*")) == before  # nothing written
+
+
+@needs_ray
+@pytest.mark.parametrize(("address", "message"), [
+    ("127.0.0.1:1", "could not connect to the Ray cluster at 127.0.0.1:1: nothing answers there"),
+    ("ray://127.0.0.1:1", "nothing answers there"),
+    ("nonsense", "not auto, HOST:PORT or ray://HOST:PORT"),
+    ("host:99999", "not auto, HOST:PORT or ray://HOST:PORT"),
+])  # fmt: skip
+def test_a_cluster_address_nothing_answers_at_is_refused_at_once(tmp_path, capsys, address, message):
+    """Ray itself retries such an address for minutes; one connection attempt tells at once."""
+    domain = get_domain("tsp")
+    write_levels(tmp_path / "t.txt", domain, [domain.generate(seed) for seed in range(4)])
+    argv = ["train", "--problems", str(tmp_path / "t.txt"), "--out", str(tmp_path / "run"), "--preset", "tiny",
+            "--executor", "ray", "--ray-address", address]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 
@@ -345,3 +346,25 @@ def test_a_malicious_trainer_state_executes_nothing(finished_run, problems, tmp_
     capsys.readouterr()
     assert resume(problems, finished_run, "--max-iterations", "2") == 2
     assert not planted.exists() and "not a readable trainer checkpoint" in capsys.readouterr().err
+
+
+def test_a_run_trained_on_a_gpu_resumes_on_a_machine_without_one(finished_run, problems, monkeypatch):
+    """A GPU run's trainer state holds optimiser tensors tagged for the GPU: reading it on a CPU maps them there."""
+    import torch
+
+    from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
+
+    if torch.cuda.is_available():
+        pytest.skip("the machine has a GPU: nothing to map")
+    trainer = finished_run / "checkpoints" / "trainer.pt"
+    payload = read_trainer_state(trainer)
+    tag_as_gpu = (0, lambda obj: "cuda:0" if obj.device.type == "cpu" else None, lambda obj, location: None)
+    monkeypatch.setattr(torch.serialization, "_package_registry", [tag_as_gpu, *torch.serialization._package_registry])
+    saved_on_gpu = encode_trainer_state(payload)
+    monkeypatch.undo()
+    trainer.write_bytes(saved_on_gpu)
+    with pytest.raises(RuntimeError, match="CUDA"):  # what reading it without mapping would meet
+        torch.load(io.BytesIO(torch.load(io.BytesIO(saved_on_gpu), weights_only=True)["payload"].numpy().tobytes()),
+                   weights_only=True)  # fmt: skip
+    assert read_trainer_state(trainer)["loop"] == payload["loop"]
+    assert resume(problems, finished_run, "--max-iterations", "2") == 0

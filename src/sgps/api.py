@@ -32,7 +32,11 @@ from sgps.training import Method, RunDirectory, runner
 from sgps.training.config import TrainConfig, load_run_config, option_overrides
 from sgps.training.methods.hips import run as hips
 from sgps.training.runner import checkpoint_path
-from sgps.training.setup import FLAT_HEADS, build_method, search_algorithm
+from sgps.training.setup import FLAT_HEADS, build_method, pick_device, search_algorithm
+from sgps.training.testing import record_name
+
+#: The devices `load` takes (`run.device`'s values).
+DEVICES = ("cpu", "cuda", "auto")
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ class Searcher:
     def solve(
         self,
         level: str | Path | Level | object,
-        index: int = 0,
+        index: int | None = None,
         *,
         budget: int | None = 4000,
         algorithm: str | None = None,
@@ -98,11 +102,11 @@ class Searcher:
     ) -> SearchOutcome:
         """Search one level with the trained model.
 
-        `level` is a level file or folder (`index` picks the level), a `Level`, or a
-        domain state. `budget` caps the expansions (None: no cap). `algorithm` is the
-        trained one by default, or any search the network's heads can guide (astar,
-        wastar and gbfs need a heuristic head, levin a policy head, phs both; bfs
-        needs neither).
+        `level` is a level file or folder (`index` picks the level, the first by default),
+        a `Level`, or a domain state (then `index` is refused: there is nothing to pick).
+        `budget` caps the expansions (None: no cap). `algorithm` is the trained one by
+        default, or any search the network's heads can guide (astar, wastar and gbfs need
+        a heuristic head, levin a policy head, phs both; bfs needs neither).
         `epsilon` is the policy noise (default: the run's).
         """
         start = self._start(level, index)
@@ -152,13 +156,17 @@ class Searcher:
         )  # fmt: skip
         return [_outcome(result) for result in results]
 
-    def _start(self, level: str | Path | Level | object, index: int) -> Any:
-        check_whole_number("index", index, 0)
+    def _start(self, level: str | Path | Level | object, index: int | None) -> Any:
         if isinstance(level, str | Path):
+            index = 0 if index is None else index
+            check_whole_number("index", index, 0)
             levels = read_levels(level, self.domain)
             if not 0 <= index < len(levels):
                 raise ConfigError(f"{level} has {len(levels)} levels; index {index} is out of range")
             return levels.levels[index].state
+        if index is not None:
+            raise ConfigError(f"index picks a level of a level file or folder; this {type(level).__name__} is one "
+                              "level, searched as it is (drop index)")  # fmt: skip
         state = level.state if isinstance(level, Level) else level
         self.domain.check_state(state)
         return state
@@ -212,12 +220,17 @@ def load(path: str | Path, *, checkpoint: str = "best", device: str | None = Non
     `path` is a run directory or a checkpoint file in a run's ``checkpoints/`` folder.
     For a run directory, `checkpoint` picks the weights as ``sgps test --checkpoint``
     does: ``best`` (the latest when no validation has run yet), ``last``, or a file.
-    `device` is ``cpu``, ``cuda`` or ``auto`` (default: the run's own setting).
+    `device` is ``cpu``, ``cuda`` or ``auto`` (default: the run's own setting); ``cuda``,
+    given or the run's, on a machine without a CUDA device is refused here, not at the first search.
     """
     if not isinstance(path, str | Path):
         raise TypeError(f"path must be a run directory or checkpoint file (str or Path), not {type(path).__name__}")
     if not isinstance(checkpoint, str | Path):
         raise TypeError(f"checkpoint must be 'best', 'last' or a file path, not {type(checkpoint).__name__}")
+    if device is not None and not isinstance(device, str):
+        raise TypeError(f"device must be 'cpu', 'cuda', 'auto' or None, not {type(device).__name__} {device!r}")
+    if device is not None and device not in DEVICES:
+        raise ConfigError(f"device must be {', '.join(DEVICES[:-1])} or {DEVICES[-1]}, got {device!r}")
     given = Path(path)
     if given.is_file():
         run, weights = given.parent.parent, given
@@ -231,6 +244,10 @@ def load(path: str | Path, *, checkpoint: str = "best", device: str | None = Non
     config = load_run_config(run / "config.toml")
     if device is not None:
         config = dataclasses.replace(config, run=dataclasses.replace(config.run, device=device))
+    try:  # cuda (given, or the run's own) on a machine without a CUDA device: refused now, not at the first search
+        pick_device(config.run.device)
+    except ConfigError as error:
+        raise ConfigError(f"{run}: {error}; pass device='cpu' to search on the CPU") from None
     if not weights.is_file():
         raise CheckpointError(f"{weights}: no such checkpoint file")
     return Searcher(config, weights)
@@ -272,8 +289,19 @@ def train(
     """Train on the levels in `problems` into the run directory `out`, as ``sgps train`` does.
 
     Every option is the command's flag of the same name (``time_limit`` in minutes);
-    None keeps the value of the preset or the `config` TOML file.
+    None keeps the value of the preset or the `config` TOML file. A path argument that is
+    not a str or Path, or another argument of the wrong type, is a `TypeError` naming it,
+    before anything is created.
     """
+    problems_path, out_path = _path("problems", problems, "a level file or folder"), _path("out", out, "a folder")
+    validation_path = None if validation is None else _path("validation", validation, "a level file or folder")
+    config_path = None if config is None else _path("config", config, "a TOML file")
+    if tensorboard is not None:
+        _path("tensorboard", tensorboard, "a folder")
+    for name, value, kind in (("domain", domain, str), ("preset", preset, str), ("threads", threads, int),
+                              ("max_batches", max_batches, int), ("resume", resume, bool),
+                              ("overwrite", overwrite, bool), ("quiet", quiet, bool)):  # fmt: skip
+        _scalar(name, value, kind)
     overrides = option_overrides({
         "algorithm": algorithm, "device": device, "workers": workers, "seed": seed, "evaluator": evaluator,
         "evaluation_batch": evaluation_batch, "precision": precision,
@@ -284,21 +312,22 @@ def train(
         "loss": loss,
     })  # fmt: skip
     resolved, state = runner.train(
-        Path(problems),
-        Path(out),
+        problems_path,
+        out_path,
         domain=domain,
-        validation=None if validation is None else Path(validation),
+        validation=validation_path,
         preset=preset,
-        config_file=None if config is None else Path(config),
+        config_file=config_path,
         overrides=overrides,
         resume=resume,
         overwrite=overwrite,
         quiet=quiet,
         threads=threads,
         max_batches=max_batches,
+        spell=lambda name: f"{name}=",
     )
     return TrainedRun(
-        path=Path(out),
+        path=out_path,
         domain=resolved.run.domain,
         algorithm=resolved.run.algorithm,
         iterations=state.iteration,
@@ -320,10 +349,10 @@ def animate_test_solutions(
     the unsolved problems, and each solution is drawn to ``OUT/<file>-<k>.gif``.
     Returns the files written.
     """
-    if limit < 0:
-        raise ConfigError("the GIF limit must not be negative")
-    run, problems, out = Path(run), Path(problems), Path(out)
-    record = f"test-{problems.stem}"
+    check_whole_number("limit", limit, 0, label="the GIF limit")
+    run = _path("run", run, "a run directory")
+    problems, out = _path("problems", problems, "a level file or folder"), _path("out", out, "a folder")
+    record = record_name(problems)
     if not (run / "metrics" / f"{record}.csv").is_file():
         raise ConfigError(f"{run} has no test record of {problems}; run `sgps test` on it first")
     rows = [row for row in RunDirectory(run).read(record) if row["solved"] == "1"]
@@ -341,6 +370,19 @@ def animate_test_solutions(
             write_gif(path, searcher.domain, outcome.states)
             written.append(path)
     return written
+
+
+def _scalar(name: str, value: Any, kind: type) -> None:
+    """A `TypeError` naming the argument `name` unless `value` is None or a `kind` (a bool is no int)."""
+    if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
+        raise TypeError(f"{name} must be a {kind.__name__}, not {type(value).__name__} {value!r}")
+
+
+def _path(name: str, value: Any, what: str) -> Path:
+    """The path argument `name` as a `Path`; a `TypeError` naming it unless it is a str or a Path."""
+    if not isinstance(value, str | Path):
+        raise TypeError(f"{name} must be {what} (str or Path), not {type(value).__name__} {value!r}")
+    return Path(value)
 
 
 def _outcome(result: SearchResult) -> SearchOutcome:

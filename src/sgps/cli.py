@@ -32,12 +32,13 @@ from sgps.errors import ConfigError, SgpsError
 from sgps.experiments import CompareOutcome, compare, write_report
 from sgps.experiments.summary import terminal_summary
 from sgps.models.precision import PRECISIONS
+from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
 from sgps.search.shared import EVALUATOR_PLACES
 from sgps.training import runner
-from sgps.training.config import TRAIN_OPTIONS, option_overrides
+from sgps.training.config import TRAIN_OPTIONS, check_options_apply, option_overrides
 from sgps.training.methods.hips import run as hips
-from sgps.training.methods.hips.dataset import build_dataset, write_dataset
+from sgps.training.methods.hips.dataset import build_dataset, dataset_journal, write_dataset
 from sgps.training.schema import ALGORITHMS
 
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
@@ -45,6 +46,7 @@ DEMO_CONFIG = Path(__file__).parent / "experiments" / "configs" / "demo.toml"
 SOLVE_EPSILON, SOLVE_WEIGHT = 0.01, 1.5  # `solve --algorithm`: policy noise of levin/phs, the WA* weight
 GIF_LIMIT = 20  # `test --gif`: GIFs written at most
 MAX_PIXELS = 2**26  # pixels of a picture (64 megapixels, 192 MiB of RGB)
+PNG_CELL = 16  # `show --png`: pixels per cell unless --cell says otherwise
 
 
 def _int(text: str) -> int:
@@ -52,6 +54,13 @@ def _int(text: str) -> int:
     if not re.fullmatch(r"[+-]?[0-9](_?[0-9])*", text.strip()):
         raise argparse.ArgumentTypeError(f"not a whole number (ASCII digits): {text!r}")
     return int(text)
+
+
+def _path(text: str) -> Path:
+    """A path option: an empty one would silently mean the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; name a file or folder")
+    return Path(text)
 
 
 def _float(text: str) -> float:
@@ -103,7 +112,7 @@ def _add_generate_command(commands: Any) -> None:
         "--count", type=_int, default=10, help=f"number of levels, at most {MAX_LEVELS:,} (default: 10)"
     )
     generate.add_argument("--seed", type=_int, default=0, help="seed of the first level; level k uses seed+k")
-    generate.add_argument("--out", required=True, type=Path, help="level file to write")
+    generate.add_argument("--out", required=True, type=_path, help="level file to write")
     generate.add_argument(
         "--param", action="append", default=[], metavar="KEY=VALUE", help="override a generator parameter"
     )
@@ -118,9 +127,9 @@ def _add_show_command(commands: Any) -> None:
     """`sgps show`: print a level, or draw it."""
     show = commands.add_parser("show", help="print a level (and optionally draw it to PNG)")
     _add_level_arguments(show)
-    show.add_argument("--png", type=Path, help="write a picture of the level to this PNG file")
+    show.add_argument("--png", type=_path, help="write a picture of the level to this PNG file")
     show.add_argument(
-        "--cell", type=_int, default=16, help=f"pixels per cell in the PNG, at most {MAX_CELL} (default: 16)"
+        "--cell", type=_int, help=f"pixels per cell in the PNG, at most {MAX_CELL} (default: {PNG_CELL})"
     )
 
 
@@ -142,7 +151,7 @@ def _add_solve_command(commands: Any) -> None:
     solve_cmd.add_argument("--budget", type=_int, help="expansion budget of --algorithm (default: none)")
     solve_cmd.add_argument("--epsilon", type=_float, help="policy noise of levin/phs (default: 0.01)")
     solve_cmd.add_argument("--weight", type=_float, help="WA* weight (default: 1.5)")
-    solve_cmd.add_argument("--gif", type=Path, metavar="OUT.gif", help="animate the solution found to this GIF file")
+    solve_cmd.add_argument("--gif", type=_path, metavar="OUT.gif", help="animate the solution found to this GIF file")
 
 
 def _add_dataset_command(commands: Any) -> None:
@@ -151,29 +160,30 @@ def _add_dataset_command(commands: Any) -> None:
         "dataset", help="solve training levels exactly and write their trajectories (HIPS-ε's offline data)"
     )
     dataset.add_argument("domain", help="domain name")
-    dataset.add_argument("--problems", required=True, type=Path, help="training level file or folder")
-    dataset.add_argument("--out", required=True, type=Path, help="dataset file to write (.npz)")
+    dataset.add_argument("--problems", required=True, type=_path, help="training level file or folder")
+    dataset.add_argument("--out", required=True, type=_path, help="dataset file to write (.npz)")
     dataset.add_argument(
         "--max-states", type=_int, help="exact solver state cap per level (default: 2M, fewer on large levels)"
     )
     dataset.add_argument(
         "--workers", type=_int, help="solver processes (default: one per usable core; 1: in this process)"
     )
+    dataset.add_argument("--overwrite", action="store_true", help="replace a dataset already at --out")
 
 
 def _add_train_command(commands: Any) -> None:
     """`sgps train`: the Bootstrap loop (or HIPS-ε's offline training); the settings flags are `TRAIN_OPTIONS`."""
     train_cmd = commands.add_parser("train", help="train a policy / heuristic with the Bootstrap process")
-    train_cmd.add_argument("--problems", type=Path, help="training level file or folder")
-    train_cmd.add_argument("--dataset", type=Path, help="hips-eps: the trajectories `sgps dataset` wrote")
+    train_cmd.add_argument("--problems", type=_path, help="training level file or folder")
+    train_cmd.add_argument("--dataset", type=_path, help="hips-eps: the trajectories `sgps dataset` wrote")
     train_cmd.add_argument(
-        "--extra-problems", type=Path, metavar="FILE", help="hips-eps: more levels to solve and learn from"
+        "--extra-problems", type=_path, metavar="FILE", help="hips-eps: more levels to solve and learn from"
     )
-    train_cmd.add_argument("--out", required=True, type=Path, help="run directory")
+    train_cmd.add_argument("--out", required=True, type=_path, help="run directory")
     train_cmd.add_argument("--domain", help="domain of the level files (when they do not name it)")
     train_cmd.add_argument("--algorithm", choices=(*ALGORITHMS, hips.ALGORITHM), help="default: phs")
-    train_cmd.add_argument("--validation", type=Path, help="validation levels (default: a split of --problems)")
-    train_cmd.add_argument("--config", type=Path, help="TOML file with [run] [network] [learner] [bootstrap]")
+    train_cmd.add_argument("--validation", type=_path, help="validation levels (default: a split of --problems)")
+    train_cmd.add_argument("--config", type=_path, help="TOML file with [run] [network] [learner] [bootstrap]")
     train_cmd.add_argument("--preset", choices=("tiny", "cpu", "paper"), help="default: cpu")
     train_cmd.add_argument("--seed", type=_int, help="run seed")
     train_cmd.add_argument("--device", choices=("cpu", "cuda", "auto"), help="default: auto")
@@ -241,12 +251,12 @@ def _add_train_command(commands: Any) -> None:
 def _add_test_command(commands: Any) -> None:
     """`sgps test`: the test procedure on a trained run."""
     test_cmd = commands.add_parser("test", help="test a trained run: budget doubling over rounds")
-    test_cmd.add_argument("run", type=Path, help="run directory")
-    test_cmd.add_argument("--problems", required=True, type=Path, help="test level file or folder")
+    test_cmd.add_argument("run", type=_path, help="run directory")
+    test_cmd.add_argument("--problems", required=True, type=_path, help="test level file or folder")
     test_cmd.add_argument("--budget", type=_int, default=4000, help="first-round budget (default: 4000)")
     test_cmd.add_argument("--rounds", type=_int, default=1, help="rounds, doubling the budget (default: 1)")
     test_cmd.add_argument("--checkpoint", default="best", help="best, last, or a checkpoint path (default: best)")
-    test_cmd.add_argument("--gif", type=Path, metavar="DIR", help="animate each solved problem to DIR/NAME.gif")
+    test_cmd.add_argument("--gif", type=_path, metavar="DIR", help="animate each solved problem to DIR/NAME.gif")
     test_cmd.add_argument("--gif-limit", type=_int, metavar="N", help="with --gif: at most N GIFs (default: 20)")
     _add_executor_options(test_cmd, "where the searches run: this process (default) or one Ray actor per CPU")
 
@@ -254,10 +264,10 @@ def _add_test_command(commands: Any) -> None:
 def _add_subgoals_command(commands: Any) -> None:
     """`sgps subgoals`: the K subgoals a trained π^SG proposes."""
     subgoals = commands.add_parser("subgoals", help="draw a state beside the K subgoals a trained π^SG proposes")
-    subgoals.add_argument("run", type=Path, help="run directory of a phs-sg or levin-sg run")
-    subgoals.add_argument("--problems", required=True, type=Path, help="level file or folder")
+    subgoals.add_argument("run", type=_path, help="run directory of a phs-sg or levin-sg run")
+    subgoals.add_argument("--problems", required=True, type=_path, help="level file or folder")
     subgoals.add_argument("--index", type=_int, default=0, help="which level, counting from 0 (default: 0)")
-    subgoals.add_argument("--png", required=True, type=Path, help="picture to write")
+    subgoals.add_argument("--png", required=True, type=_path, help="picture to write")
     subgoals.add_argument("--checkpoint", default="best", help="best, last, or a checkpoint path (default: best)")
 
 
@@ -266,9 +276,9 @@ def _add_compare_command(commands: Any) -> None:
     compare_cmd = commands.add_parser(
         "compare", help="train and test every (algorithm, seed) of a comparison config, resumably"
     )
-    compare_cmd.add_argument("config", type=Path, help="comparison config (TOML; see docs/experiments.md)")
+    compare_cmd.add_argument("config", type=_path, help="comparison config (TOML; see docs/experiments.md)")
     compare_cmd.add_argument(
-        "--out", required=True, type=Path, metavar="DIR", help="comparison folder (run again to resume)"
+        "--out", required=True, type=_path, metavar="DIR", help="comparison folder (run again to resume)"
     )
     compare_cmd.add_argument("--jobs", type=_int, metavar="N", help="runs at a time (default: one per usable core)")
     compare_cmd.add_argument("--threads", type=_int, metavar="N", help="threads per run (default: cores / jobs)")
@@ -284,7 +294,7 @@ def _add_compare_command(commands: Any) -> None:
 def _add_report_command(commands: Any) -> None:
     """`sgps report`: tables and curves of a comparison folder."""
     report_cmd = commands.add_parser("report", help="tables and learning curves of a comparison folder")
-    report_cmd.add_argument("dir", type=Path, metavar="DIR", help="the folder `sgps compare` wrote")
+    report_cmd.add_argument("dir", type=_path, metavar="DIR", help="the folder `sgps compare` wrote")
 
 
 def _add_demo_command(commands: Any) -> None:
@@ -292,12 +302,12 @@ def _add_demo_command(commands: Any) -> None:
     demo = commands.add_parser(
         "demo", help="draw solved levels of each domain, then compare PHS*(pi^SG) with PHS*(pi) on hard TSP"
     )
-    demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output folder (default: runs/demo)")
+    demo.add_argument("--out", type=_path, default=Path("runs/demo"), help="output folder (default: runs/demo)")
     demo.add_argument("--seed", type=_int, default=0, help="seed of the first level (default: 0)")
     demo.add_argument("--count", type=_int, default=3, help="levels per domain (default: 3)")
     demo.add_argument(
         "--config",
-        type=Path,
+        type=_path,
         default=DEMO_CONFIG,
         help="the comparison to run (default: PHS*(pi^SG) against PHS*(pi) on hard TSP, about 5 min)",
     )
@@ -305,7 +315,7 @@ def _add_demo_command(commands: Any) -> None:
 
 
 def _add_level_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, help="level file or folder of level files")
+    parser.add_argument("file", type=_path, help="level file or folder of level files")
     parser.add_argument("--domain", help="domain of the levels (needed unless the file names it)")
     parser.add_argument("--index", type=_int, default=0, help="which level, counting from 0 (default: 0)")
 
@@ -342,6 +352,7 @@ NEEDS: tuple[tuple[str, str, str, str, Any, str], ...] = (
     ("solve", "--budget", "budget", "algorithm", None, "--algorithm (the exact solver has no budget)"),
     ("solve", "--epsilon", "epsilon", "algorithm", None, "--algorithm (levin or phs)"),
     ("solve", "--weight", "weight", "algorithm", "wastar", "--algorithm wastar"),
+    ("show", "--cell", "cell", "png", None, "--png FILE"),
     ("test", "--gif-limit", "gif_limit", "gif", None, "--gif DIR"),
     ("train", "--extra-problems", "extra_problems", "algorithm", "hips-eps", "--algorithm hips-eps"),
     *((command, "--ray-address", "ray_address", "executor", "ray", "--executor ray")
@@ -402,6 +413,7 @@ def _pick_level(levels: LevelSet, index: int, file: Path) -> Level:
 def cmd_generate(args: argparse.Namespace) -> int:
     _check_range("--count", args.count, 1, MAX_LEVELS)
     _check_range("--seed", args.seed, 0)
+    check_outputs([Output("--out", args.out)])
     domain = get_domain(args.domain)
     overrides = _parse_params(args.param)
     if args.goal is not None:
@@ -415,25 +427,30 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    if args.png is not None:
+        check_outputs([Output("--png", args.png)], [("level file", args.file)])
     levels = read_levels(args.file, args.domain)
     level = _pick_level(levels, args.index, args.file)
     domain = levels.domain
     print(f"{level.name}: {domain.describe(level.state)} (line {level.line} of {level.path})")
     print(domain.render_text(level.state))
     if args.png is not None:
-        _check_range("--cell", args.cell, 1, MAX_CELL)
+        cell = PNG_CELL if args.cell is None else args.cell
+        _check_range("--cell", cell, 1, MAX_CELL)
         _, rows, cols = domain.observation_shape(level.state)
-        if rows * cols * args.cell**2 > MAX_PIXELS:
+        if rows * cols * cell**2 > MAX_PIXELS:
             raise ConfigError(
-                f"--cell {args.cell} draws a {rows * args.cell:,}x{cols * args.cell:,} picture, more than "
+                f"--cell {cell} draws a {rows * cell:,}x{cols * cell:,} picture, more than "
                 f"{MAX_PIXELS:,} pixels; use --cell {max(1, math.isqrt(MAX_PIXELS // (rows * cols)))} or less"
             )
-        write_png(args.png, domain.render_image(level.state, args.cell))
+        write_png(args.png, domain.render_image(level.state, cell))
         print(f"wrote {args.png}")
     return 0
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    if args.gif is not None:
+        check_outputs([Output("--gif", args.gif)], [("level file", args.file)])
     levels = read_levels(args.file, args.domain)
     level = _pick_level(levels, args.index, args.file)
     domain = levels.domain
@@ -508,9 +525,12 @@ def cmd_dataset(args: argparse.Namespace) -> int:
         _check_range("--max-states", args.max_states, 1)
     if args.workers is not None:
         _check_range("--workers", args.workers, 1, 1024)
+    check_outputs([Output("--out", args.out)], [("--problems", args.problems)])  # a file name, before its journal's
+    journal = dataset_journal(args.out)  # what an interrupted build goes on from; without one a dataset is finished
+    check_outputs([Output("--out", args.out, result=not journal.exists()), Output("its journal", journal)],
+                  [("--problems", args.problems)], overwrite=args.overwrite)  # fmt: skip
     levels = read_levels(args.problems, args.domain)
     levels.observation_shape()  # HIPS-ε's networks read one level size, as the other methods' do
-    journal = args.out.with_name(args.out.name + ".journal")  # what an interrupted build goes on from
     with tqdm(total=len(levels), unit="level", desc="solving", leave=False, disable=None) as bar:
 
         def progress(done: int, total: int) -> None:
@@ -521,8 +541,8 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     for name, reason in built.skipped:
         print(f"skipped {name}: {reason}")
     if not built.dataset.trajectories:
-        raise ConfigError(f"{args.problems}: the solver finished none of the {len(levels)} levels; nothing written "
-                          f"(the solver's record is in {journal})")  # fmt: skip
+        journal.unlink(missing_ok=True)  # a refusal leaves the disk as it was
+        raise ConfigError(f"{args.problems}: the solver finished none of the {len(levels)} levels; nothing written")
     write_dataset(args.out, built.dataset)
     journal.unlink()
     print(f"wrote {len(built.dataset.trajectories)} trajectories ({built.dataset.transitions:,} transitions, "
@@ -570,13 +590,11 @@ def _train_hips(args: argparse.Namespace) -> int:
         raise ConfigError(f"--algorithm {hips.ALGORITHM} learns offline: give --dataset (written by `sgps dataset`) "
                           "or --problems (solved first with the exact solver)")  # fmt: skip
     ignored = [name for name, value in (("--validation", args.validation), ("--resume", args.resume),
-               ("--executor ray", args.executor == "ray"), ("--max-batches", args.max_batches),
-               ("--tensorboard", args.tensorboard), ("--workers", args.workers is not None),
-               ("--evaluator", args.evaluator), ("--evaluation-batch", args.evaluation_batch is not None),
-               ("--precision", args.precision)) if value]  # fmt: skip
+               ("--executor ray", args.executor == "ray"), ("--max-batches", args.max_batches)) if value]  # fmt: skip
     if ignored:
         unused = ", ".join(ignored)
         raise ConfigError(f"{unused}: not used by --algorithm {hips.ALGORITHM}, which learns offline")
+    check_options_apply(hips.ALGORITHM, [name for name in TRAIN_OPTIONS if getattr(args, name) is not None])
     if args.threads is not None:
         _check_range("--threads", args.threads, 1)
     settings, count = hips.train(args.dataset, args.out, problems=args.problems, domain=args.domain,
@@ -588,6 +606,8 @@ def _train_hips(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
+    if args.gif is not None:
+        check_outputs([Output("--gif", args.gif, FOLDER)], [("run", args.run), ("--problems", args.problems)])
     with tqdm(unit="search", leave=False, disable=None, delay=1.0) as bar:  # on a terminal, after a second
 
         def progress(round_number: int, budget: int, finished: int, *, total: int) -> None:
@@ -608,6 +628,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 
 def cmd_subgoals(args: argparse.Namespace) -> int:
+    check_outputs([Output("--png", args.png)], [("--problems", args.problems), ("run", args.run)])
     view = runner.subgoals(args.run, args.problems, index=args.index, checkpoint=args.checkpoint)
     write_png(args.png, view.figure())
     ranked = sorted(enumerate(view.probabilities), key=lambda item: -item[1])
@@ -649,6 +670,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _check_range("--count", args.count, 1, MAX_LEVELS)
     _check_range("--seed", args.seed, 0)
     out: Path = args.out
+    check_outputs([Output("--out", out, FOLDER)], [("--config", args.config)])
     for name in DEMO_DOMAINS:
         domain = get_domain(name)
         params = resolve_params(domain, "standard")

@@ -13,6 +13,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import IO, Any
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -57,3 +58,35 @@ def current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def open_regular(
+    path: str | Path, mode: str = "r", *, encoding: str | None = "utf-8", newline: str | None = None,
+    errors: str | None = None,
+) -> IO[Any]:
+    """Open `path` like `open`, but refuse anything but a regular file without blocking.
+
+    Journals, locks and partial records are opened for reading or appending where a user
+    may have left anything: a plain `open` of a FIFO waits forever for its other end.
+    Here the file is opened non-blocking, checked to be a regular file (an `OSError`
+    naming it otherwise), and then switched back to blocking I/O. Modes: r, a, a+, r+
+    (text, or binary with "b"); "a" modes create a missing file.
+    """
+    flags = {"r": os.O_RDONLY, "r+": os.O_RDWR, "a": os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+             "a+": os.O_RDWR | os.O_APPEND | os.O_CREAT}[mode.replace("b", "")]  # fmt: skip
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except OSError as error:
+        if error.errno == errno.ENXIO:  # a FIFO opened for writing with no reader
+            raise OSError(errno.EINVAL, "a FIFO (named pipe), not a regular file; remove it", str(path)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket); remove it", str(path))
+        os.set_blocking(fd, True)
+        if "b" in mode:
+            return os.fdopen(fd, mode)
+        return os.fdopen(fd, mode, encoding=encoding, newline=newline, errors=errors)
+    except BaseException:
+        os.close(fd)
+        raise

@@ -89,6 +89,9 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
         cell: int = 16,
     ) -> None:
         """`domain` is a registered name or a `Domain` object (e.g. ``Sokoban(observation="full")``)."""
+        if not isinstance(domain, str | Domain):
+            raise TypeError(f"domain must be a domain name (str) or a Domain object, not {type(domain).__name__} "
+                            f"{domain!r}")  # fmt: skip
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {', '.join(self.metadata['render_modes'])} or None")
@@ -100,6 +103,11 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
                 check_whole_number(name, value, 0)
         if params is not None and not isinstance(params, Mapping):
             raise TypeError(f"params must be a mapping of generator parameters, not {type(params).__name__}")
+        if level_file is not None and not isinstance(level_file, str | Path):
+            raise TypeError(f"level_file must be a level file or folder (str or Path), not {type(level_file).__name__}")
+        if reward is not None and not callable(reward):
+            raise TypeError(f"reward must be a function reward(state, action, next_state) or None, not "
+                            f"{type(reward).__name__}")  # fmt: skip
         self.render_mode = render_mode
         self.max_steps = max_steps
         self.cell = cell

@@ -13,11 +13,13 @@ Boxoban ASCII files (``; N`` then 10 rows of 10 characters) are read as Sokoban.
 
 A level set is a file, or a folder whose ``*.txt`` files are read in name order.
 Every problem gets a stable name ``<file stem>:<k>`` (k counts from 0 within its
-file; for Boxoban it is the number after ``;``).
+file; for Boxoban it is the number after ``;``). A UTF-8 byte-order mark that begins
+a file is skipped.
 """
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import re
@@ -158,18 +160,7 @@ def read_levels(path: str | Path, domain: str | Domain[Any] | None = None) -> Le
     when given, it must agree with them. Raises `LevelFormatError` naming the file,
     the line and the problem.
     """
-    root = Path(path)
-    if root.is_dir():
-        files = sorted(p for p in root.glob("*.txt") if p.is_file() and not p.name.startswith("."))
-        if not files:
-            raise LevelFormatError("the folder holds no *.txt level files", root)
-    elif root.is_file():
-        files = [root]
-    elif root.exists():
-        raise LevelFormatError("not a regular file or folder (a pipe or device would not end)", root)
-    else:
-        raise LevelFormatError("no such file or folder", root)
-
+    files = level_files(path)
     wanted = _domain_object(domain) if domain is not None else None
     levels: list[Level] = []
     metadata: dict[str, Any] = {}
@@ -186,6 +177,25 @@ def read_levels(path: str | Path, domain: str | Domain[Any] | None = None) -> Le
     return LevelSet(wanted, levels, metadata)
 
 
+def level_files(path: str | Path) -> list[Path]:
+    """The files a level set is read from: the file `path`, or the folder's ``*.txt`` files in name order.
+
+    Hidden files and anything that is not a regular file are left out of a folder; a
+    `LevelFormatError` when there is nothing to read.
+    """
+    root = Path(path)
+    if root.is_dir():
+        files = sorted(p for p in root.glob("*.txt") if p.is_file() and not p.name.startswith("."))
+        if not files:
+            raise LevelFormatError("the folder holds no *.txt level files", root)
+        return files
+    if root.is_file():
+        return [root]
+    if root.exists():
+        raise LevelFormatError("not a regular file or folder (a pipe or device would not end)", root)
+    raise LevelFormatError("no such file or folder", root)
+
+
 def _domain_object(domain: str | Domain[Any]) -> Domain[Any]:
     return get_domain(domain) if isinstance(domain, str) else domain
 
@@ -195,6 +205,7 @@ def _read_text(path: Path) -> list[str]:
         data = path.read_bytes()
     except OSError as error:
         raise LevelFormatError(f"cannot read the file ({error.strerror})", path) from None
+    data = data.removeprefix(codecs.BOM_UTF8)  # a byte-order mark some editors write first: not content
     try:
         return data.decode("utf-8").splitlines()
     except UnicodeDecodeError as error:

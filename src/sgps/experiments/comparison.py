@@ -37,10 +37,18 @@ from sgps.experiments.problems import (
     write_problems,
 )
 from sgps.experiments.progress import ProgressDisplay
-from sgps.experiments.results import damaged_warning, guard_cut_runs, guard_warning, load_results
+from sgps.experiments.results import (
+    damaged_warning,
+    guard_cut_runs,
+    guard_warning,
+    load_results,
+    stale_warning,
+    unnamed_warning,
+)
 from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
 from sgps.experiments.tomlfile import dumps
-from sgps.fileio import atomic_write_text
+from sgps.fileio import atomic_write_text, open_regular
+from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.training.methods.hips import run as hips
 from sgps.training.ray_pool import check_executor, cluster_cpus, connect
 from sgps.training.rundir import RunDirectory, to_toml
@@ -77,10 +85,13 @@ class CompareOutcome:
         return f"{len(failed)} of {len(self.jobs)} runs failed ({named}); their output is in {self.out / 'logs'}"
 
     def warnings(self) -> list[str]:
-        """Lines naming the finished runs whose training a guard (wall clock, iterations) cut, and the
-        test records that are not counted (cut, duplicated, edited or unreadable)."""
+        """Lines naming the finished runs whose training a guard (wall clock, iterations) cut, the
+        test records that are not counted (cut, duplicated, edited, unreadable, or made with other
+        weights than their run's now) and those counted without naming their weights."""
         results = load_results(self.plan, self.out, self.train_total)
-        return [line for line in (guard_warning(guard_cut_runs(results)), damaged_warning(results)) if line]
+        lines = (guard_warning(guard_cut_runs(results)), damaged_warning(results), stale_warning(results),
+                 unnamed_warning(results))  # fmt: skip
+        return [line for line in lines if line]
 
 
 def compare(
@@ -109,6 +120,7 @@ def compare(
     """
     if max_batches is not None and max_batches < 1:
         raise ConfigError("--max-batches must be at least 1")
+    check_outputs([Output("--out", out, FOLDER)], [("config", config)])
     out = out.resolve()  # the commands may run elsewhere (Ray tasks on other nodes, other working folders)
     run = next((folder for folder in (out, *out.parents) if RunDirectory(folder).is_run_directory()), None)
     if run is not None:
@@ -193,7 +205,7 @@ def _adds_runs(key: str, started: Mapping[str, Any], resolved: Mapping[str, Any]
 def _locked(out: Path) -> Iterator[None]:
     """Hold `out` for this comparison: a second `sgps compare` on the same folder is refused."""
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".lock", "w") as handle:
+    with open_regular(out / ".lock", "a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -44,8 +44,12 @@ from sgps.experiments.results import (
     guard_cut_runs,
     guard_warning,
     load_results,
+    record_notes,
+    stale_warning,
+    unnamed_warning,
 )
 from sgps.fileio import atomic_write_text
+from sgps.outputs import Output, check_outputs
 from sgps.training.methods.hips import run as hips
 
 LABELS = {"phs": "PHS*(π)", "levin": "LevinTS(π)", "wastar": "WA*", "phs-sg": "PHS*(π^SG)", "levin-sg": "LevinTS(π^SG)",
@@ -55,6 +59,10 @@ GUARD_MARK = "‡"
 #: Trained offline, from the exact solver's trajectories: no training searches, no learning curve.
 OFFLINE_ALGORITHMS = (hips.ALGORITHM,)
 SUBGOAL_ALGORITHMS = ("phs-sg", "levin-sg")
+
+
+#: What `write_report` writes into the comparison folder.
+REPORT_FILES = ("report.md", "curves.png", "curves.csv")
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,7 @@ class WrittenReport:
 
 def write_report(out: Path) -> WrittenReport:
     """Write report.md, curves.png and curves.csv for the comparison in `out`."""
+    check_outputs([Output("report", out / name) for name in REPORT_FILES])
     stored = out / "compare.toml"
     if not stored.exists():
         raise ConfigError(f"{out}: no compare.toml here; run `sgps compare CONFIG --out {out}` first")
@@ -95,8 +104,7 @@ def write_report(out: Path) -> WrittenReport:
     path = out / "report.md"
     atomic_write_text(path, render_report(plan, results, markdown_label, search_time_only=search_time_only,
                                           changed_files=[path.relative_to(out) for path in changed]))  # fmt: skip
-    damaged = damaged_warning(results)
-    notes = [] if damaged is None else [damaged]
+    notes = [line for line in (damaged_warning(results), stale_warning(results), unnamed_warning(results)) if line]
     if changed:
         notes.append(f"{', '.join(map(str, changed))}: the levels differ from those the runs searched "
                      f"(digests in {files.digests}); {path} says so")  # fmt: skip
@@ -145,8 +153,18 @@ def render_report(
     if damaged:
         lines += ["", "**Test records not counted** (delete one and run `sgps compare` again to test anew):", ""]
         lines += [f"- {entry}" for entry in damaged]
+    stale = record_notes(results, lambda result: result.stale)
+    if stale:
+        lines += ["", "**Test records made with other weights** than their run has now (it was trained further since): "
+                  "not counted; `sgps compare` again tests those runs anew:", ""]  # fmt: skip
+        lines += [f"- {entry}" for entry in stale]
+    unnamed = record_notes(results, lambda result: result.unnamed)
+    if unnamed:
+        lines += ["", "**Test records made before records named their weights**: counted, but not checked against "
+                  "their run's checkpoint (delete one and run `sgps compare` again to test anew):", ""]  # fmt: skip
+        lines += [f"- {entry}" for entry in unnamed]
     untested = [f"{r.spec.name} on `{test.name}`" for r in finished for test in plan.tests
-                if test.name not in r.tests and test.name not in r.damaged]  # fmt: skip
+                if test.name not in r.tests and test.name not in r.damaged and test.name not in r.stale]  # fmt: skip
     if untested:
         lines += ["", f"Not tested yet (`sgps compare` again tests them): {', '.join(untested)}."]
     lines += ["", "Cells: mean over seeds, with (min-max) when there are several. The *best* columns are the seed",

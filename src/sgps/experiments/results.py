@@ -2,7 +2,9 @@
 
 - Test results per test set, from ``metrics/test-NAME.csv`` (spec/algorithms.md 6.7):
   solved problems, mean expansions and mean length over the solved ones (the solving
-  attempt only, as the paper counts), and the total solution length (for 6.8).
+  attempt only, as the paper counts), and the total solution length (for 6.8). A record
+  counts only when it is whole, its solutions replay, and it was made with the weights
+  the run has now (`read_tests`).
 - The training curve from ``metrics/outstanding.csv``: outstanding training problems
   after every batch against cumulative expansions and wall-clock seconds. Runs that
   logged no start row get (0 expansions, N outstanding) prepended. Runs whose file has
@@ -21,21 +23,23 @@
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sgps.domains.levels import LevelSet, read_levels
 from sgps.errors import CheckpointError, SgpsError
 from sgps.experiments.plan import ComparePlan, RunSpec
-from sgps.experiments.problems import count_levels, problem_files
+from sgps.experiments.problems import problem_files
 from sgps.experiments.runstate import (
     RunProgress,
     loop_state,
     stop_reason,
     test_csv,
+    tested_weights,
     training_finished,
     training_progress,
 )
@@ -81,6 +85,8 @@ class RunResult:
     stop_reason: str = ""  # why its training ended (`sgps.training.bootstrap.STOP_REASONS`), "" while it runs
     progress: RunProgress | None = None  # where an unfinished run stands (its last logged batch)
     damaged: Mapping[str, str] = field(default_factory=dict)  # test set -> why its record is not counted
+    stale: Mapping[str, str] = field(default_factory=dict)  # test set -> its record, made with other weights
+    unnamed: Mapping[str, str] = field(default_factory=dict)  # test set -> its record, counted but naming no weights
 
     @property
     def cut_by_guard(self) -> bool:
@@ -98,35 +104,59 @@ class RunResult:
 
 def load_results(plan: ComparePlan, out: Path, train_total: int) -> list[RunResult]:
     """The results of every run of `plan` that has started, in the plan's order."""
-    sizes = test_set_sizes(plan, out)
+    sets = test_sets(plan, out)
     results = []
     for spec in plan.runs:
         path = out / "runs" / spec.name
         if spec.config is None:
             if (path / "config.toml").exists():
-                results.append(_offline_result(plan, spec, path, train_total, sizes))
+                results.append(_offline_result(plan, spec, path, train_total, sets))
             continue
         state = loop_state(path)
         if state is None and not (path / "metrics" / "outstanding.csv").exists():
             continue  # not started
         directory = RunDirectory(path)
         train_count = plan.train_count(spec, train_total)
-        tests, damaged = read_tests(plan, sizes, path)
+        records = read_tests(plan, sets, path)
         curve = read_curve(directory, train_count)
         settings = tomllib.loads((path / "config.toml").read_text())
         finished = state is not None and bool(state["finished"])
         # Still training: the clock of its last logged batch is newer than its checkpoint's.
         seconds = state["seconds"] if finished else float(curve.seconds[-1]) if curve is not None else 0.0
         hours = seconds / 3600
-        results.append(RunResult(spec, finished, tests, curve, train_count, hours, subgoal_distance(directory),
+        results.append(RunResult(spec, finished, records.tests, curve, train_count, hours, subgoal_distance(directory),
                                  settings, stop_reason(path, state) if finished else "",
-                                 training_progress(path) if not finished else None, damaged))  # fmt: skip
+                                 training_progress(path) if not finished else None, records.damaged, records.stale,
+                                 records.unnamed))  # fmt: skip
     return results
 
 
 def damaged_records(results: Sequence[RunResult]) -> list[str]:
     """'RUN, test set NAME: why' for every test record that is not counted (`read_tests`)."""
-    return [f"{r.spec.name}, test set {name}: {why}" for r in results for name, why in r.damaged.items()]
+    return record_notes(results, lambda result: result.damaged)
+
+
+def record_notes(results: Sequence[RunResult], notes: Callable[[RunResult], Mapping[str, str]]) -> list[str]:
+    """'RUN, test set NAME: note' for every note of `notes(result)` (test set -> note) of every run."""
+    return [f"{r.spec.name}, test set {name}: {note}" for r in results for name, note in notes(r).items()]
+
+
+def stale_warning(results: Sequence[RunResult]) -> str | None:
+    """One line naming the test records made with other weights than their run's now; None when there is none."""
+    stale = record_notes(results, lambda result: result.stale)
+    if not stale:
+        return None
+    return (f"test records not counted, made with other weights than their run has now (it was trained further "
+            f"since): {'; '.join(stale)}; sgps compare tests those runs anew")  # fmt: skip
+
+
+def unnamed_warning(results: Sequence[RunResult]) -> str | None:
+    """One line naming the test records counted although they name no weights; None when there is none."""
+    unnamed = record_notes(results, lambda result: result.unnamed)
+    if not unnamed:
+        return None
+    return (f"test records counted without checking their weights: {'; '.join(unnamed)}; delete one and run "
+            "sgps compare again to test anew")  # fmt: skip
 
 
 def damaged_warning(results: Sequence[RunResult]) -> str | None:
@@ -152,40 +182,53 @@ def guard_warning(cut: Sequence[RunResult]) -> str | None:
 
 
 def _offline_result(
-    plan: ComparePlan, spec: RunSpec, path: Path, train_total: int, sizes: Mapping[str, int | str]
+    plan: ComparePlan, spec: RunSpec, path: Path, train_total: int, sets: Mapping[str, LevelSet | str]
 ) -> RunResult:
     """HIPS-ε's run: no training searches (no curve); its hours are the offline training's."""
     rows = RunDirectory(path, ("seconds",)).read("learning")
     seconds = float(rows[-1]["seconds"]) if rows and rows[-1].get("seconds") else 0.0
-    tests, damaged = read_tests(plan, sizes, path)
+    records = read_tests(plan, sets, path)
     settings = tomllib.loads((path / "config.toml").read_text())
-    return RunResult(spec, training_finished(path), tests, None, plan.train_count(spec, train_total), seconds / 3600,
-                     None, settings, damaged=damaged)  # fmt: skip
+    return RunResult(spec, training_finished(path), records.tests, None, plan.train_count(spec, train_total),
+                     seconds / 3600, None, settings, damaged=records.damaged, stale=records.stale,
+                     unnamed=records.unnamed)  # fmt: skip
 
 
-def test_set_sizes(plan: ComparePlan, out: Path) -> dict[str, int | str]:
-    """The number of problems of each test set of the comparison in `out`, read once for all
-    runs; a set that cannot be read gives the reason instead."""
-    sizes: dict[str, int | str] = {}
+def test_sets(plan: ComparePlan, out: Path) -> dict[str, LevelSet | str]:
+    """The levels of each test set of the comparison in `out`, read once for all runs; a set that
+    cannot be read gives the reason instead."""
+    sets: dict[str, LevelSet | str] = {}
     for name, path in problem_files(plan, out).tests.items():
         try:
-            sizes[name] = count_levels(path)
+            sets[name] = read_levels(path)
         except SgpsError as error:
-            sizes[name] = str(error)
-    return sizes
+            sets[name] = str(error)
+    return sets
 
 
-def read_tests(
-    plan: ComparePlan, sizes: Mapping[str, int | str], run: Path
-) -> tuple[dict[str, TestResult], dict[str, str]]:
-    """The run's test records that are whole, summed up, and why each of the others is not counted.
+@dataclass(frozen=True)
+class TestRecords:
+    """A run's test records, per test set: counted, or why not."""
+
+    tests: dict[str, TestResult]  # counted, summed up
+    damaged: dict[str, str]  # not counted: not a whole record of the test procedure
+    stale: dict[str, str]  # not counted: made with other weights than the run has now
+    unnamed: dict[str, str]  # counted: made before records named their weights, so not checked against them
+
+
+def read_tests(plan: ComparePlan, sets: Mapping[str, LevelSet | str], run: Path) -> TestRecords:
+    """The run's test records that count, summed up, and why each of the others does not.
 
     A record is counted only if it is exactly what the test procedure writes for the
-    comparison's test set of `sizes[name]` problems (`test_set_sizes`;
-    `sgps.training.testing.fault_in_test_record`): a cut, duplicated, edited or unreadable
-    record is named, never reported as a result.
+    comparison's test set `sets[name]` (`test_sets`; `sgps.training.testing.fault_in_test_record`,
+    every solution replayed in its level): a cut, duplicated, edited or unreadable record is
+    named, never reported as a result. And only if it names the weights `sgps test` tests
+    now (`runstate.tested_weights`): a run trained further after its test (``sgps train
+    --resume`` on a finished run) has a *stale* record, shown as such, not counted, and
+    tested anew by `sgps compare`. A record made before records named their weights is
+    counted, and named as unchecked (deleting it makes `sgps compare` test anew).
     """
-    tests, damaged = {}, {}
+    records = TestRecords({}, {}, {}, {})
     for test in plan.tests:
         record = test_csv(run, test.name)
         if not record.exists():
@@ -193,18 +236,31 @@ def read_tests(
         try:
             rows = RunDirectory(run).read(record.stem)
         except CheckpointError as error:
-            damaged[test.name] = str(error)
+            records.damaged[test.name] = str(error)
             continue
-        problems = sizes[test.name]
-        if isinstance(problems, str):
-            damaged[test.name] = f"{record}: its test set cannot be read ({problems})"
+        levels = sets[test.name]
+        if isinstance(levels, str):
+            records.damaged[test.name] = f"{record}: its test set cannot be read ({levels})"
             continue
-        fault = fault_in_test_record(rows, problems, test.budget, test.rounds)
-        if fault is None:
-            tests[test.name] = read_test(rows)
+        fault = fault_in_test_record(rows, len(levels), test.budget, test.rounds, domain=levels.domain,
+                                     starts=levels.states())  # fmt: skip
+        if fault is not None:
+            records.damaged[test.name] = f"{record}: not the record of a whole test of {len(levels)} problems ({fault})"
+            continue
+        named = rows[0].get("weights") or None
+        if named is None:
+            records.unnamed[test.name] = f"{record}: made before test records named their weights"
         else:
-            damaged[test.name] = f"{record}: not the record of a whole test of {problems} problems ({fault})"
-    return tests, damaged
+            try:
+                weights = tested_weights(run)
+            except CheckpointError as error:
+                records.damaged[test.name] = f"{record}: its weights cannot be checked ({error})"
+                continue
+            if named != weights:
+                records.stale[test.name] = f"{record}: made with other weights than the run's checkpoint now"
+                continue
+        records.tests[test.name] = read_test(rows)
+    return records
 
 
 def read_test(rows: Sequence[Mapping[str, str]]) -> TestResult:

@@ -10,7 +10,9 @@ process (``--workers 1``), so the comparison never asks for more threads than co
 (`concurrency.plan_concurrency`).
 
 A run steps through: train (fresh, or ``--resume`` after an interruption), then the
-test sets whose CSV is missing. A run that is finished is skipped. Interrupting the
+test sets whose CSV is missing or was made with other weights than the run's now (the run
+was trained further since: `runstate.made_with_other_weights`). A run that is finished is
+skipped. Interrupting the
 comparison (Ctrl-C, SIGTERM) terminates the children; the next ``sgps compare`` on the
 same folder resumes them from their last checkpoint.
 """
@@ -32,7 +34,15 @@ from sgps.experiments.launchers import Launched, Launcher, LocalLauncher
 from sgps.experiments.plan import ComparePlan, RunSpec, TestSet
 from sgps.experiments.problems import ProblemFiles
 from sgps.experiments.progress import ProgressDisplay
-from sgps.experiments.runstate import journalled_attempts, loop_state, test_csv, training_finished, training_progress
+from sgps.experiments.runstate import (
+    journalled_attempts,
+    loop_state,
+    made_with_other_weights,
+    test_csv,
+    training_finished,
+    training_progress,
+)
+from sgps.fileio import open_regular
 
 POLL_SECONDS = 0.5
 WAITING, DONE, PAUSED, FAILED = "waiting", "done", "paused", "failed"
@@ -121,7 +131,7 @@ class Scheduler:
                 return "training", self._offline_train_command(job)
             return "training", self._train_command(job, resume=loop_state(job.path) is not None)
         for test in self.plan.tests:
-            if not test_csv(job.path, test.name).exists():
+            if not test_csv(job.path, test.name).exists() or made_with_other_weights(job.path, test.name):
                 return f"testing {test.name}", self._test_command(job, test)
         return None
 
@@ -144,7 +154,7 @@ class Scheduler:
         job.commands += 1
         job.trained = job.trained or job.status == "training"
         job.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(job.log, "ab") as log:
+        with open_regular(job.log, "ab") as log:
             log.write(("$ sgps " + " ".join(command) + "\n").encode())
         job.process = self.launcher.start(command, self.concurrency.threads, job.log)
         self.display.event(f"{job.run.name}: {job.status}")

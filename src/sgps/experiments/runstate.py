@@ -1,7 +1,8 @@
 """Where a run of a comparison stands, read from its run directory (docs/training.md).
 
 A run is *finished* when the loop state of its trainer checkpoint says so and the test
-CSV of every test set exists; a run with a checkpoint that is not finished was
+CSV of every test set exists, made with the weights `sgps test` tests now
+(`made_with_other_weights`); a run with a checkpoint that is not finished was
 interrupted and resumes with ``sgps train --resume``. Progress comes from the last
 rows of the metrics CSVs, read from the end of the files so that it stays cheap for
 runs of many passes.
@@ -16,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from sgps.errors import CheckpointError
+from sgps.fileio import open_regular
+from sgps.models.checkpoint import weights_digest
 from sgps.training.methods.hips import run as hips
+from sgps.training.runner import checkpoint_path
 from sgps.training.testing import journal_path
 from sgps.training.trainer_state import read_trainer_state
 
@@ -72,7 +76,7 @@ def stop_reason(run: Path, state: dict[str, Any]) -> str:
     if state.get("stop_reason"):
         return str(state["stop_reason"])
     try:
-        lines = (run / "log.txt").read_text(errors="replace").splitlines()
+        lines = _read_text(run / "log.txt").splitlines()
     except FileNotFoundError:
         return ""
     for line in reversed(lines):
@@ -87,10 +91,43 @@ def test_csv(run: Path, test: str) -> Path:
     return run / "metrics" / f"test-{test}.csv"
 
 
+def tested_weights(run: Path) -> str:
+    """What names the weights `sgps test RUN` tests (best, or latest before any validation): those a
+    test record of the run must name to count as its result (`CheckpointError`: none can be read)."""
+    return weights_digest(checkpoint_path(run, "best"))
+
+
+def record_weights(record: Path) -> str | None:
+    """The weights the test record `record` names (its first row's `weights` column); None for a record
+    made before records named their weights, and for one without rows or that cannot be read."""
+    try:
+        with open_regular(record, newline="") as handle:
+            first = next(csv.DictReader(handle), None)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    return (first.get("weights") or None) if first is not None else None
+
+
+def made_with_other_weights(run: Path, test: str) -> bool:
+    """Whether the run's record of test set `test` names weights other than those `sgps test` tests now:
+    the run was trained further (``sgps train --resume`` on a finished run) after it was tested.
+
+    False for a missing record, for one that names no weights (made before records named them)
+    and when the run's checkpoint cannot be read: `sgps report` names those.
+    """
+    named = record_weights(test_csv(run, test))
+    if named is None:
+        return False
+    try:
+        return named != tested_weights(run)
+    except CheckpointError:
+        return False
+
+
 def journalled_attempts(run: Path, test: str) -> int:
     """Attempts journalled so far by the unfinished test of test set `test` (`sgps.training.testing.AttemptJournal`)."""
     try:
-        text = journal_path(test_csv(run, test)).read_text(errors="replace")
+        text = _read_text(journal_path(test_csv(run, test)))
     except FileNotFoundError:
         return 0
     return max(text.count("\n") - 2, 0)  # the identity and the header; a cut last row has no newline yet
@@ -109,7 +146,7 @@ def training_progress(run: Path) -> RunProgress | None:
 def last_row(path: Path) -> dict[str, str] | None:
     """The last complete data row of a CSV file, keyed by its header; None if it has none."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, "rb") as handle:
             header = handle.readline()
             size = handle.seek(0, os.SEEK_END)
             handle.seek(max(len(header), size - _TAIL_BYTES))
@@ -122,3 +159,9 @@ def last_row(path: Path) -> dict[str, str] | None:
     names = next(csv.reader([header.decode("utf-8", "replace")]))
     values = next(csv.reader([lines[-1]]))
     return dict(zip(names, values, strict=True)) if len(values) == len(names) else None
+
+
+def _read_text(path: Path) -> str:
+    """A run's text file, bad bytes replaced; a FIFO or device there is refused instead of waited on."""
+    with open_regular(path, errors="replace") as handle:
+        return handle.read()

@@ -67,21 +67,50 @@ def recorded_architecture(path: str | Path) -> dict[str, Any]:
     """The architecture fields a checkpoint records, read from its header before a network is built for it."""
     file = Path(path)
     try:
-        with open(file, "rb") as handle:
-            head = handle.read(8)
-            size = int.from_bytes(head, "little") if len(head) == 8 else -1
-            if not 0 < size <= HEADER_ALLOWANCE:
-                raise ValueError("no safetensors header")
-            described = json.loads(_metadata(head + handle.read(size))[ARCHITECTURE_KEY])
-    except FileNotFoundError:
-        raise CheckpointError(f"{file}: no such checkpoint file") from None
-    except OSError as error:
-        raise CheckpointError(f"{file}: cannot read the checkpoint ({error.strerror})") from None
+        described = json.loads(_header_metadata(file)[ARCHITECTURE_KEY])
     except (KeyError, ValueError) as error:
         raise CheckpointError(f"{file}: not a readable sgps checkpoint ({error})") from None
     if not isinstance(described, dict):
         raise CheckpointError(f"{file}: not a readable sgps checkpoint (its architecture is not a table)")
     return described
+
+
+def weights_digest(path: str | Path) -> str:
+    """What names the weights in the checkpoint at `path`, so that a result can say which it came from.
+
+    The SHA-256 of its tensors that sgps wrote into its metadata (`checksum`: read from the
+    header alone, and unchanged by a rewrite of the same tensors), or, for a file without
+    one, the SHA-256 of the file's bytes. A `CheckpointError` names a file that cannot be read.
+    """
+    file = Path(path)
+    try:
+        recorded = _header_metadata(file).get(CHECKSUM_KEY, "")
+    except ValueError as error:
+        raise CheckpointError(f"{file}: not a readable sgps checkpoint ({error})") from None
+    if isinstance(recorded, str) and len(recorded) == 64 and all(c in "0123456789abcdef" for c in recorded):
+        return recorded
+    try:
+        with open(file, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError as error:
+        raise CheckpointError(f"{file}: cannot read the checkpoint ({error.strerror})") from None
+
+
+def _header_metadata(file: Path) -> dict[str, str]:
+    """The metadata of the safetensors file `file`, read from its header alone (ValueError: no header)."""
+    if file.exists() and not file.is_file():
+        raise CheckpointError(f"{file}: not a regular file; a checkpoint must be a plain file")
+    try:
+        with open(file, "rb") as handle:
+            head = handle.read(8)
+            size = int.from_bytes(head, "little") if len(head) == 8 else -1
+            if not 0 < size <= HEADER_ALLOWANCE:
+                raise ValueError("no safetensors header")
+            return _metadata(head + handle.read(size))
+    except FileNotFoundError:
+        raise CheckpointError(f"{file}: no such checkpoint file") from None
+    except OSError as error:
+        raise CheckpointError(f"{file}: cannot read the checkpoint ({error.strerror})") from None
 
 
 def checksum(tensors: dict[str, torch.Tensor]) -> str:

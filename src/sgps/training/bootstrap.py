@@ -284,6 +284,27 @@ class Bootstrap:
             self.checkpoint()
         return state
 
+    def why_finished(self) -> str | None:
+        """Why the run, as loaded, cannot train on (None when it can): a stopping rule, or a limit not raised.
+
+        A resume that would do nothing says so (`sgps train --resume` warns with this)
+        instead of reporting the old result as if it had trained.
+        """
+        state = self.state
+        if not state.finished:
+            return None
+        if not state.stopped_by_limit:
+            return (f"it finished ({state.stop_reason}); nothing is left to train: start a new run "
+                    "with --overwrite or another --out")  # fmt: skip
+        reason = self._limit_reached(time.perf_counter() - state.seconds)
+        how = {
+            "iteration limit": f"give --max-iterations above {state.iteration}",
+            "wall-clock limit": f"give --time-limit above {state.seconds / 60:.2f} (minutes: the limit counts all "
+                                "of the run's training time, not this session's)",
+            "expansion limit": f"raise bootstrap.max_expansions above {state.cumulative_expansions:,}",
+        }  # fmt: skip
+        return None if reason is None else f"it stopped at its {reason}; to train on, {how[reason]}"
+
     def _limit_reached(self, started: float) -> str | None:
         """Which limit stops the run now, if any (iterations, wall-clock time, expansions)."""
         config = self.config
@@ -481,20 +502,22 @@ class Bootstrap:
             return  # a checkpoint from before fingerprints, or a caller that does not check
         # A setting the checkpoint does not name was added to sgps after the run started; its
         # default keeps the behaviour the run had, so it is no change (the problems always count).
+        # A changed setting is named first: a changed seed or validation fraction also splits --problems
+        # into other training and validation problems, and the setting is what the user changed.
         keys = saved.keys() | {key for key in self.fingerprint if key.startswith("problems.")}
         changed = sorted(key for key in keys if saved.get(key) != self.fingerprint.get(key))
-        problems = [key for key in changed if key.startswith("problems.")]
-        if problems:
-            raise ConfigError(
-                f"{self.run_dir.path}: the {' and '.join(k.removeprefix('problems.') for k in problems)} problems "
-                "differ from those the run was trained on; resume with the same --problems (and --validation)"
-            )
-        if changed:
+        settings = [key for key in changed if not key.startswith("problems.")]
+        if settings:
             details = ", ".join(f"{key} ({saved.get(key, 'absent')} -> {self.fingerprint.get(key, 'absent')})"
-                                for key in changed)  # fmt: skip
+                                for key in settings)  # fmt: skip
             raise ConfigError(
                 f"{self.run_dir.path / 'config.toml'}: changed since the run started: {details}; "
                 "put the old values back, or start a new run"
+            )
+        if changed:
+            raise ConfigError(
+                f"{self.run_dir.path}: the {' and '.join(k.removeprefix('problems.') for k in changed)} problems "
+                "differ from those the run was trained on; resume with the same --problems (and --validation)"
             )
 
 

@@ -13,18 +13,19 @@ directory's ``config.toml``.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sgps.errors import ConfigError
 from sgps.training.bootstrap import BootstrapConfig
 from sgps.training.methods.flat.learner import LearnerConfig
 from sgps.training.methods.subgoal.learner import SubgoalSettings
-from sgps.training.schema import InvalidSettingError, check_value, validate_section
+from sgps.training.schema import ALGORITHMS, InvalidSettingError, check_value, validate_section
 
 
 @dataclass(frozen=True)
@@ -135,28 +136,51 @@ class TrainConfig:
         return {name: dataclasses.asdict(getattr(self, name)) for name in SECTIONS}
 
 
-#: The settings `sgps train` and `sgps.train` also take as options: option name -> (section, key).
-TRAIN_OPTIONS: dict[str, tuple[str, str]] = {
-    "algorithm": ("run", "algorithm"),
-    "device": ("run", "device"),
-    "workers": ("run", "workers"),
-    "evaluator": ("run", "evaluator"),
-    "tensorboard": ("run", "tensorboard"),
-    "seed": ("bootstrap", "seed"),
-    "max_iterations": ("bootstrap", "max_iterations"),
-    "time_limit": ("bootstrap", "time_limit_minutes"),
-    "levin_plus_one": ("search", "levin_plus_one"),
-    "duplicates": ("search", "duplicates"),
-    "evaluation_batch": ("search", "evaluation_batch"),
-    "precision": ("search", "precision"),
-    "loss": ("learner", "loss"),
-    "failed_trees": ("subgoal", "failed_trees"),
-    "codebook_size": ("subgoal", "codebook_size"),
-    "cluster_level": ("subgoal", "cluster_level"),
-    "conditioning": ("subgoal", "conditioning"),
-    "codebook": ("subgoal", "codebook"),
-    "mixture": ("subgoal", "mixture"),
+HIPS = "hips-eps"  # `sgps.training.methods.hips.run.ALGORITHM`: offline, no Bootstrap
+_ALL = (*ALGORITHMS, HIPS)
+_POLICIES = ("phs", "levin", "phs-sg", "levin-sg")  # learn a policy (the Levin loss weights its samples)
+_LEVIN = ("levin", "levin-sg")  # order nodes by LevinTS's cost
+_SUBGOAL = ("phs-sg", "levin-sg")
+
+
+class TrainOption(NamedTuple):
+    """A setting `sgps train` and `sgps.train` also take as an option, and the algorithms it applies to."""
+
+    section: str
+    key: str
+    algorithms: tuple[str, ...] = ALGORITHMS  # default: the Bootstrap algorithms, not HIPS-ε
+    flag: str = ""  # the command-line spelling when it is not --NAME (e.g. --no-failed-trees)
+
+
+#: The settings `sgps train` and `sgps.train` also take as options: option name -> `TrainOption`.
+#: The one table of which option applies to which algorithm: an option given for an
+#: algorithm it does not apply to is refused (`check_options_apply`), never ignored.
+TRAIN_OPTIONS: dict[str, TrainOption] = {
+    "algorithm": TrainOption("run", "algorithm", _ALL),
+    "device": TrainOption("run", "device", _ALL),
+    "workers": TrainOption("run", "workers"),
+    "evaluator": TrainOption("run", "evaluator"),
+    "tensorboard": TrainOption("run", "tensorboard"),
+    "seed": TrainOption("bootstrap", "seed", _ALL),
+    "max_iterations": TrainOption("bootstrap", "max_iterations"),
+    "time_limit": TrainOption("bootstrap", "time_limit_minutes"),
+    "levin_plus_one": TrainOption("search", "levin_plus_one", _LEVIN),
+    "duplicates": TrainOption("search", "duplicates"),
+    "evaluation_batch": TrainOption("search", "evaluation_batch"),
+    "precision": TrainOption("search", "precision"),
+    "loss": TrainOption("learner", "loss", _POLICIES),
+    "failed_trees": TrainOption("subgoal", "failed_trees", _SUBGOAL, "--no-failed-trees"),
+    "codebook_size": TrainOption("subgoal", "codebook_size", _SUBGOAL),
+    "cluster_level": TrainOption("subgoal", "cluster_level", _SUBGOAL),
+    "conditioning": TrainOption("subgoal", "conditioning", _SUBGOAL),
+    "codebook": TrainOption("subgoal", "codebook", _SUBGOAL),
+    "mixture": TrainOption("subgoal", "mixture", _SUBGOAL),
 }
+
+
+def option_flag(name: str) -> str:
+    """How the command line spells the option `name` of `TRAIN_OPTIONS`."""
+    return TRAIN_OPTIONS[name].flag or "--" + name.replace("_", "-")
 
 
 def option_overrides(options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -164,9 +188,27 @@ def option_overrides(options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     overrides: dict[str, dict[str, Any]] = {}
     for name, value in options.items():
         if value is not None:
-            section, key = TRAIN_OPTIONS[name]
-            overrides.setdefault(section, {})[key] = value
+            option = TRAIN_OPTIONS[name]
+            overrides.setdefault(option.section, {})[option.key] = value
     return overrides
+
+
+def given_options(overrides: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """The `TRAIN_OPTIONS` names that `overrides` (from `option_overrides`) set."""
+    return [name for name, option in TRAIN_OPTIONS.items() if option.key in (overrides or {}).get(option.section, {})]
+
+
+def check_options_apply(algorithm: str, given: Iterable[str], spell: Callable[[str], str] = option_flag) -> None:
+    """Refuse, in one `ConfigError`, the options in `given` that `algorithm` does not use.
+
+    `spell`: how the caller's user named an option (the command line's flag by default;
+    the Python API passes the argument's name).
+    """
+    unused = [name for name in given if algorithm not in TRAIN_OPTIONS[name].algorithms]
+    if unused:
+        names = ", ".join(spell(name) for name in unused)
+        users = "; ".join(f"{spell(name)} applies to {', '.join(TRAIN_OPTIONS[name].algorithms)}" for name in unused)
+        raise ConfigError(f"{names}: not used by the {algorithm} algorithm, so refused rather than ignored ({users})")
 
 
 def resolve_config(
@@ -255,11 +297,14 @@ def load_run_config(file: Path, overrides: Mapping[str, Mapping[str, Any]] | Non
 
 
 def read_toml(file: Path) -> dict[str, Any]:
-    """A TOML file's document; a `ConfigError` when it is missing, not a regular file, not UTF-8 or not TOML."""
+    """A TOML file's document; a `ConfigError` when it is missing, not a regular file, not UTF-8 or not TOML.
+
+    A UTF-8 byte-order mark that begins the file (some editors write one) is skipped, as in level files.
+    """
     if file.exists() and not file.is_file():
         raise ConfigError(f"{file}: not a regular file")
     try:
-        text = file.read_bytes().decode("utf-8")
+        text = file.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{file}: no such config file") from None
     except UnicodeDecodeError as error:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import socket
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
@@ -64,10 +65,15 @@ def require_ray() -> ModuleType:
         raise ConfigError(f"--executor ray needs Ray, which is not installed here: {INSTALL_HINT}") from None
 
 
+#: Seconds to wait for a Ray cluster's address to answer before refusing it.
+PROBE_SECONDS = 5.0
+
+
 def connect(address: str | None = None) -> ModuleType:
     """Join the Ray cluster at `address`, or start a local instance (once per process); the `ray` module."""
     ray = require_ray()
     if not ray.is_initialized():
+        _check_reachable(address)
         try:
             ray.init(address=address or None, include_dashboard=False, log_to_driver=False,
                      configure_logging=False)  # fmt: skip
@@ -75,6 +81,25 @@ def connect(address: str | None = None) -> ModuleType:
             where = f"the Ray cluster at {address}" if address else "a local Ray instance"
             raise ConfigError(f"could not connect to {where}: {error}") from None
     return ray
+
+
+def _check_reachable(address: str | None, timeout: float = PROBE_SECONDS) -> None:
+    """Refuse a HOST:PORT (or ray://HOST:PORT) that nothing answers at, before Ray retries it for minutes.
+
+    `ray.init` keeps retrying an address where no cluster listens; one TCP connection
+    attempt tells at once whether anything is there. Other addresses ("auto", none) are
+    left to Ray.
+    """
+    if not address or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"--ray-address {address!r}: not auto, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as error:
+        raise ConfigError(f"could not connect to the Ray cluster at {address}: nothing answers there "
+                          f"({error.strerror or error}); start it with `ray start --head` or fix the address") from None
 
 
 def cluster_cpus(ray: ModuleType) -> int:

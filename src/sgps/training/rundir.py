@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sgps.errors import CheckpointError, RunLockedError
-from sgps.fileio import atomic_write_text
+from sgps.fileio import atomic_write_text, open_regular
 
 SEARCH_COLUMNS = (
     "iteration", "batch", "problem", "solved", "expanded", "generated", "length", "budget", "seconds",
@@ -39,6 +39,10 @@ METRICS: dict[str, Sequence[str]] = {
     "validate": SEARCH_COLUMNS,
     "outstanding": ("iteration", "batch", "cumulative_expansions", "outstanding", "seconds"),
 }
+
+
+#: What a run directory holds of its own: all that `--overwrite` deletes, nothing else.
+RUN_FILES = ("config.toml", "metrics", "checkpoints", "log.txt")
 
 
 class RunDirectory:
@@ -68,7 +72,7 @@ class RunDirectory:
         """
         file = self.metrics / "learning.csv"
         try:
-            with open(file, newline="", encoding="utf-8") as handle:
+            with open_regular(file, newline="") as handle:
                 header = next(csv.reader(handle), [])
         except (OSError, UnicodeDecodeError, csv.Error):
             return ()  # the checks of `truncate` name the problem
@@ -81,7 +85,7 @@ class RunDirectory:
     def append(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append rows (dicts keyed by the file's columns) to metrics/NAME.csv."""
         columns = self.columns[name]
-        with open(self.metrics / f"{name}.csv", "a", newline="") as handle:
+        with open_regular(self.metrics / f"{name}.csv", "a", newline="") as handle:
             writer = csv.writer(handle, lineterminator="\n")
             for row in rows:
                 writer.writerow([_cell(row[column]) for column in columns])
@@ -98,7 +102,7 @@ class RunDirectory:
         """
         file = self.metrics / f"{name}.csv"
         try:
-            with open(file, newline="", encoding="utf-8") as handle:
+            with open_regular(file, newline="") as handle:
                 text = handle.read()
             if not text.endswith("\n"):
                 text = text[: text.rfind("\n") + 1]
@@ -126,7 +130,7 @@ class RunDirectory:
         """The first `count` data rows of metrics/NAME.csv, after checking them against the run's format."""
         file = self.metrics / f"{name}.csv"
         try:
-            with open(file, newline="", encoding="utf-8") as handle:
+            with open_regular(file, newline="") as handle:
                 rows = list(csv.reader(handle))
         except (OSError, UnicodeDecodeError, csv.Error) as error:
             raise CheckpointError(f"{file}: unreadable metrics ({error})") from None
@@ -152,13 +156,13 @@ class RunDirectory:
         return data[:count]
 
     def log(self, message: str) -> None:
-        with open(self.path / "log.txt", "a") as handle:
+        with open_regular(self.path / "log.txt", "a") as handle:
             handle.write(message + "\n")
 
     def log_lines(self) -> int:
         """Lines in log.txt (a checkpoint records them, so resuming can cut the log back too)."""
         try:
-            return len((self.path / "log.txt").read_text().splitlines())
+            return len(_read_text(self.path / "log.txt").splitlines())
         except FileNotFoundError:
             return 0
 
@@ -166,11 +170,11 @@ class RunDirectory:
         """Cut log.txt back to its first `lines` lines."""
         file = self.path / "log.txt"
         if file.exists():
-            atomic_write_text(file, "".join(file.read_text().splitlines(keepends=True)[:lines]))
+            atomic_write_text(file, "".join(_read_text(file).splitlines(keepends=True)[:lines]))
 
     def holds_a_run(self) -> bool:
         """Whether the folder already holds run files (a config, metrics or checkpoints)."""
-        return any((self.path / name).exists() for name in ("config.toml", "metrics", "checkpoints", "log.txt"))
+        return any((self.path / name).exists() for name in RUN_FILES)
 
     def is_run_directory(self) -> bool:
         """Whether the folder is an sgps run directory: a config beside the loop's progress record or a
@@ -195,7 +199,7 @@ class RunDirectory:
         a lock left by a killed process is taken over without further ado.
         """
         self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / ".lock", "a+") as handle:
+        with open_regular(self.path / ".lock", "a+") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -214,6 +218,12 @@ class RunDirectory:
                 handle.seek(0)
                 handle.truncate()
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read_text(file: Path) -> str:
+    """The text of a run's own file, refusing a FIFO or device there instead of waiting on it."""
+    with open_regular(file) as handle:
+        return handle.read()
 
 
 def _row_problem(row: list[str], width: int, previous: tuple[int, int]) -> str | None:

@@ -8,7 +8,8 @@ import dataclasses
 import functools
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,18 +19,27 @@ from tqdm import tqdm
 from sgps.domains.levels import read_levels, states_digest
 from sgps.errors import ConfigError
 from sgps.fileio import atomic_write_text
+from sgps.models.checkpoint import weights_digest
+from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.search.engine import SearchResult
 from sgps.search.shared import evaluator_place
 from sgps.training.bootstrap import BatchSearcher, Bootstrap, LoopState, Method
-from sgps.training.config import TrainConfig, load_run_config, resolve_config
+from sgps.training.config import (
+    TrainConfig,
+    check_options_apply,
+    given_options,
+    load_run_config,
+    option_flag,
+    resolve_config,
+)
 from sgps.training.methods.hips import run as hips
 from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
 from sgps.training.pool import SearchPool, SharedEvaluatorPool, request_rows
 from sgps.training.ray_pool import RaySearchPool, check_executor, cluster_cpus, connect
-from sgps.training.rundir import RunDirectory, to_toml
+from sgps.training.rundir import RUN_FILES, RunDirectory, to_toml
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, pick_device, split_problems
-from sgps.training.tensorboard import TensorBoardLog, require_tensorboard
-from sgps.training.testing import TestProgress, TestSummary, attempt_identity, run_test
+from sgps.training.tensorboard import TensorBoardLog, remove_run_events, require_tensorboard
+from sgps.training.testing import TestProgress, TestSummary, attempt_identity, record_name, run_test
 from sgps.version import sgps_version
 
 
@@ -49,6 +59,7 @@ def train(
     overwrite: bool = False,
     executor: str = "local",
     ray_address: str | None = None,
+    spell: Callable[[str], str] = option_flag,
 ) -> tuple[TrainConfig, LoopState]:
     """Train on the levels in `problems` into run directory `out` (or resume it).
 
@@ -64,11 +75,14 @@ def train(
     (`run.workers`); ``ray`` on Ray actors (`sgps.training.ray_pool`), `run.workers` of them
     (0: one per CPU of the cluster), joining the cluster at `ray_address` or starting a
     local Ray instance. Where the searches run does not change the run's results.
+    `spell`: how the caller names an option of `TRAIN_OPTIONS` in messages (the flag by default).
     """
     if max_batches is not None and max_batches < 1:
         raise ConfigError("--max-batches must be at least 1")
     if resume and overwrite:
         raise ConfigError("--resume continues the run in --out and --overwrite replaces it: give one of them")
+    check_run_outputs(out, overrides, inputs=(("--problems", problems), ("--validation", validation),
+                                              ("--config", config_file)))  # fmt: skip
     if resume:
         config = _resumed_config(out, preset, config_file, overrides)
     else:
@@ -78,17 +92,14 @@ def train(
                 "or choose another --out"
             )
         config = resolve_config(preset or "cpu", config_file, overrides)
-        subgoal = sorted((overrides or {}).get("subgoal", {}))
-        if subgoal and config.run.algorithm not in SUBGOAL_COSTS:
-            named = ", ".join(f"subgoal.{key}" for key in subgoal)
-            raise ConfigError(f"{named}: only the subgoal algorithms ({', '.join(SUBGOAL_COSTS)}) use it, "
-                              f"not {config.run.algorithm}")  # fmt: skip
+        check_options_apply(config.run.algorithm, given_options(overrides), spell)
     if domain and config.run.domain and domain != config.run.domain:
         raise ConfigError(f"--domain {domain} contradicts run.domain = {config.run.domain!r}")
     levels = read_levels(problems, domain or config.run.domain or None)  # refuses files of another domain
     check_executor(executor)
-    if config.run.tensorboard:  # before anything is written: a missing package is refused here
+    if config.run.tensorboard:  # before anything is written: a missing package or a bad folder is refused here
         require_tensorboard()
+        check_outputs([Output("--tensorboard", Path(config.run.tensorboard), FOLDER), run_output(out)])
     device = pick_device(config.run.device)
     if executor == "ray" and config.run.evaluator == "shared":
         raise ConfigError('run.evaluator = "shared" is for local search processes; Ray actors evaluate with '
@@ -133,6 +144,9 @@ def train(
         if resume:
             left_out = run_dir.keep_older_learning_columns()
             bootstrap.resume()
+            finished = bootstrap.why_finished()
+            if finished is not None:  # allowed, and nothing happens: say so, and how to go on
+                warnings.warn(f"{out}: nothing trained: {finished}", stacklevel=2)
             if left_out:
                 run_dir.log(f"sgps {sgps_version()}: this run started before metrics/learning.csv had the columns "
                             f"{', '.join(left_out)}; they are not recorded for it")  # fmt: skip
@@ -141,6 +155,8 @@ def train(
         else:
             if overwrite:
                 run_dir.clear()
+                if config.run.tensorboard:  # the replaced run's events would mix with this one's
+                    remove_run_events(Path(config.run.tensorboard), out)
             run_dir.create(config.as_dict())
             run_dir.log(f"sgps {sgps_version()}")
         if config.run.tensorboard:
@@ -149,10 +165,33 @@ def train(
     return config, state
 
 
+def run_output(out: Path) -> Output:
+    """The run directory as an output: a folder whose run files `--overwrite` replaces."""
+    return Output("--out", out, FOLDER, replaces=RUN_FILES)
+
+
+def check_run_outputs(
+    out: Path, overrides: Mapping[str, Mapping[str, Any]] | None, inputs: Sequence[tuple[str, Path | None]]
+) -> None:
+    """Check the run directory and the TensorBoard folder given as options before anything is created.
+
+    A TensorBoard folder named in a config file is checked once the config is read; an
+    empty ``--tensorboard`` would mean "no TensorBoard" without a word, so it is refused.
+    """
+    outputs = [run_output(out)]
+    tensorboard = (overrides or {}).get("run", {}).get("tensorboard")
+    if tensorboard is not None:
+        if not str(tensorboard).strip():
+            raise ConfigError("--tensorboard needs a folder for the event files, not an empty name")
+        outputs.append(Output("--tensorboard", Path(tensorboard), FOLDER))
+    check_outputs(outputs, inputs)
+
+
 def _follow_in_tensorboard(bootstrap: Bootstrap, config: TrainConfig, resume: bool) -> TensorBoardLog:
     """A TensorBoard log of the run in `run.tensorboard`, listening to its loop from now on."""
     loop = bootstrap.state
-    log = TensorBoardLog(Path(config.run.tensorboard), config_text=None if resume else to_toml(config.as_dict()),
+    log = TensorBoardLog(Path(config.run.tensorboard), bootstrap.run_dir.path,
+                         config_text=None if resume else to_toml(config.as_dict()),
                          resumed_at=loop.cumulative_expansions if resume else None, seconds=loop.seconds)  # fmt: skip
     bootstrap.listeners.append(log)
     return log
@@ -321,7 +360,7 @@ def test(
             rounds=rounds,
             epsilon=config.bootstrap.epsilon,
             evaluation_batch=evaluation_batch,
-            csv_path=run / "metrics" / f"test-{problems.stem}.csv",
+            csv_path=run / "metrics" / f"{record_name(problems)}.csv",
             identity=attempt_identity(
                 model_file,
                 problems,
@@ -330,6 +369,7 @@ def test(
                 epsilon=config.bootstrap.epsilon,
                 evaluation_batch=evaluation_batch,
             ),
+            weights=weights_digest(model_file),
             search_batch=search_batch,
             progress=progress,
         )

@@ -22,11 +22,18 @@ once already and are searched again; the new writer's purge step (the checkpoint
 cumulative expansions + 1) tells TensorBoard's reader to drop those events, so no step
 appears twice and no series restarts at 0.
 
+The name of every event file a run writes ends with its tag (`run_tag`, a digest of the
+run directory's absolute path). A run started again with ``--overwrite`` deletes the
+event files with its tag from its TensorBoard folder first (`remove_run_events`), so the
+old run's steps are not mixed with the new one's; every other file there is kept (the
+events of other runs, of a run directory that was moved, or of sgps before the tags).
+
 TensorBoard is an optional dependency (the ``tensorboard`` extra).
 """
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 from pathlib import Path
 from typing import Any
@@ -45,19 +52,42 @@ def require_tensorboard() -> None:
         raise ConfigError(f"--tensorboard needs TensorBoard, which is not installed: {INSTALL_HINT}") from None
 
 
+def run_tag(run: Path) -> str:
+    """The end of the names of the event files the run in directory `run` writes (module docstring)."""
+    return ".sgps-" + hashlib.sha256(str(run.resolve()).encode()).hexdigest()[:16]
+
+
+def remove_run_events(log_dir: Path, run: Path) -> int:
+    """Delete the event files in `log_dir` that the run in `run` wrote (named with its `run_tag`); how many.
+
+    Nothing else in `log_dir` is touched, nor is anything below it.
+    """
+    if not log_dir.is_dir():
+        return 0
+    removed = 0
+    for path in log_dir.glob(f"events.out.tfevents.*{run_tag(run)}"):
+        if path.is_file() or path.is_symlink():
+            path.unlink()
+            removed += 1
+    return removed
+
+
 class TensorBoardLog:
     """Writes a run's progress to TensorBoard event files in `log_dir` (module docstring)."""
 
-    def __init__(self, log_dir: Path, *, config_text: str | None, resumed_at: int | None, seconds: float) -> None:
-        """`config_text`: written as the ``config`` text (fresh runs); `resumed_at`: the cumulative
-        expansions of the checkpoint a resumed run continues from; `seconds`: its loop clock then."""
+    def __init__(
+        self, log_dir: Path, run: Path, *, config_text: str | None, resumed_at: int | None, seconds: float
+    ) -> None:
+        """`run`: the run directory (its `run_tag` ends the event files' names); `config_text`: written as
+        the ``config`` text (fresh runs); `resumed_at`: the cumulative expansions of the checkpoint a
+        resumed run continues from; `seconds`: its loop clock then."""
         require_tensorboard()
         from torch.utils.tensorboard import SummaryWriter
 
         if log_dir.exists() and not log_dir.is_dir():
             raise ConfigError(f"{log_dir}: --tensorboard needs a folder, and this is a file")
         purge = None if resumed_at is None else resumed_at + 1
-        self.writer = SummaryWriter(str(log_dir), purge_step=purge)
+        self.writer = SummaryWriter(str(log_dir), purge_step=purge, filename_suffix=run_tag(run))
         self.previous_seconds = seconds
         if config_text is not None:
             self.writer.add_text("config", f"```\n{config_text}\n```", global_step=0, walltime=seconds)

@@ -6,36 +6,56 @@ import csv
 import functools
 import hashlib
 import io
+import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from sgps.domains.animation import trajectory
 from sgps.domains.base import Domain
-from sgps.fileio import atomic_write_text
+from sgps.domains.levels import level_files
+from sgps.fileio import atomic_write_text, open_regular
 from sgps.search.children import ChildGenerator
 from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
 from sgps.search.engine import SearchResult
 from sgps.search.evaluators import Evaluator
 
-#: The columns of a test record (metrics/test-NAME.csv): one row per attempt.
-TEST_COLUMNS = ("round", "problem", "solved", "expanded", "generated", "length", "budget", "seconds", "steps")
+#: The columns of a test record (metrics/test-NAME.csv): one row per attempt. `actions`: a solved
+#: attempt's solution (primitive actions, space-separated), replayed before the row counts;
+#: `weights`: what names the checkpoint tested (`sgps.models.checkpoint.weights_digest`), so that
+#: a record made with other weights than the run's is not counted as its result.
+TEST_COLUMNS = ("round", "problem", "solved", "expanded", "generated", "length", "budget", "seconds", "steps",
+                "actions", "weights")  # fmt: skip
 
 
-def fault_in_test_record(rows: Sequence[Mapping[str, str]], problems: int, budget: int, rounds: int) -> str | None:
+def fault_in_test_record(
+    rows: Sequence[Mapping[str, str | None]],
+    problems: int,
+    budget: int,
+    rounds: int,
+    *,
+    domain: Domain[Any] | None = None,
+    starts: Sequence[Any] | None = None,
+) -> str | None:
     """What makes `rows` not the record of a whole test of `problems` problems; None when nothing does.
 
     `run_test` writes the record in one piece at the end, so a whole record is exact:
     round 1 tries problems 0..N-1 in order with `budget`, and each later round r (at most
     `rounds`) tries, in order, the problems still unsolved, with budget * 2^(r-1), until
-    none is left or the rounds are spent. A cut, duplicated, edited or foreign record
-    breaks this and is named instead of being counted as a result.
+    none is left or the rounds are spent; every row is an attempt (`attempt_fault`), its
+    solution replayed from ``starts[problem]`` in `domain` when they are given, and every
+    row names the same weights. A cut, duplicated, edited or foreign record breaks this and
+    is named (with the line of the row at fault) instead of being counted as a result.
     """
-    try:
-        attempts = [_attempt(row) for row in rows]
-    except (KeyError, TypeError, ValueError):
-        return "a row is not an attempt: round, problem, expanded, budget, steps and a solved length are integers"
+    attempts = []
+    for line, row in enumerate(rows, start=2):
+        attempt = _attempt(row)
+        if attempt is None:
+            return f"line {line}: a row is not an attempt (round, problem and budget are counts)"
+        attempts.append(attempt)
     unsolved = list(range(problems))
     position = 0
     for round_number in range(1, rounds + 1):
@@ -54,17 +74,82 @@ def fault_in_test_record(rows: Sequence[Mapping[str, str]], problems: int, budge
         position += len(tried)
     if position != len(attempts):
         return f"it holds {len(attempts) - position} rows after the last round's attempts"
+    for line, (row, (_, problem, _, row_budget)) in enumerate(zip(rows, attempts, strict=True), start=2):
+        fault = attempt_fault(row, row_budget, domain, None if starts is None else starts[problem])
+        if fault is None and row.get("weights") != rows[0].get("weights"):
+            fault = "its weights differ from those of the first row (rows of tests of different checkpoints)"
+        if fault is not None:
+            return f"line {line}: a row is not an attempt ({fault})"
     return None
 
 
-def _attempt(row: Mapping[str, str]) -> tuple[int, int, str, int]:
-    """(round, problem, solved, budget) of a record row whose numbers parse (ValueError otherwise)."""
-    int(row["expanded"])
-    if row.get("steps"):
-        int(row["steps"])
-    if row["solved"] == "1":
-        int(row["length"])
-    return int(row["round"]), int(row["problem"]), row["solved"], int(row["budget"])
+def _attempt(row: Mapping[str, str | None]) -> tuple[int, int, str, int] | None:
+    """(round, problem, solved, budget) of a record row whose round, problem and budget are counts; else None."""
+    numbers = [_count(row.get(column)) for column in ("round", "problem", "budget")]
+    if None in numbers:
+        return None
+    round_number, problem, budget = numbers
+    return round_number, problem, str(row.get("solved")), budget  # type: ignore[return-value]
+
+
+def _count(value: str | None) -> int | None:
+    """The non-negative integer `value` spells in decimal digits; None for anything else."""
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else None
+
+
+def attempt_fault(
+    row: Mapping[str, str | None], budget: int, domain: Domain[Any] | None = None, start: Any = None
+) -> str | None:
+    """What makes `row` not an attempt the test procedure could have made with `budget`; None when nothing does.
+
+    Its numbers are in range: solved 0 or 1; expanded and generated non-negative integers,
+    expanded at most the budget (a search ends at its budget); seconds and steps, where
+    recorded, a finite non-negative number and a non-negative integer; a solved row's length a
+    non-negative integer, an unsolved row's empty. A row of a record that names its
+    solutions (the `actions` column) has a solved attempt's actions, as many as its length,
+    valid in `domain` and leading from `start` to a goal (checked when both are given),
+    and no actions for an unsolved one. Rows of older records (no `actions` column) are
+    checked as far as their columns go.
+    """
+    solved = row.get("solved")
+    if solved not in ("0", "1"):
+        return f"solved is {solved!r}, not 0 or 1"
+    for column in ("expanded", "generated", *(("steps",) if row.get("steps") else ())):
+        if _count(row.get(column)) is None:
+            return f"{column} is {row.get(column)!r}, not a non-negative integer"
+    expanded = int(str(row["expanded"]))
+    if expanded > budget:
+        return f"expanded is {expanded:,}, more than its budget of {budget:,}"
+    if row.get("seconds") is not None and not _is_duration(str(row["seconds"])):
+        return f"seconds is {row['seconds']!r}, not a finite non-negative number of seconds"
+    length = _count(row.get("length"))
+    if solved == "1" and length is None:
+        return f"length is {row.get('length')!r}; a solved attempt's length is a non-negative integer"
+    if solved == "0" and row.get("length"):
+        return f"length is {row.get('length')!r}; an unsolved attempt has none"
+    actions = row.get("actions")
+    if actions is None:  # a record written before records named their solutions
+        return None
+    if solved == "0":
+        return None if actions == "" else "an unsolved attempt with actions"
+    moves = [_count(action) for action in actions.split()]
+    if None in moves or len(moves) != length:
+        return f"actions {actions!r} are not {length} action numbers"
+    if domain is not None and start is not None:
+        if any(move >= domain.num_actions for move in moves):  # type: ignore[operator]
+            return f"an action outside 0..{domain.num_actions - 1}"
+        if not domain.is_goal(trajectory(domain, start, moves)[-1]):  # type: ignore[arg-type]
+            return f"its actions do not reach a goal in {domain.name}"
+    return None
+
+
+def _is_duration(text: str) -> bool:
+    """Whether `text` is a finite, non-negative number (of seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return math.isfinite(value) and value >= 0
 
 
 class TestProgress(Protocol):
@@ -94,19 +179,41 @@ class TestSummary:
 def attempt_identity(
     checkpoint: Path, problems: Path, *, budget: int, rounds: int, epsilon: float, evaluation_batch: int = 1
 ) -> str:
-    """What a test's attempts depend on: the checkpoint's and the level file's bytes, budget, rounds, ε
+    """What a test's attempts depend on: the checkpoint's and the level files' bytes, budget, rounds, ε
     and the evaluation batch (named only when it is not 1, so older journals keep their identity).
 
     A journal of attempts (`AttemptJournal`) is resumed only by a test of the same identity.
     """
     digest = hashlib.sha256()
-    for path in (checkpoint, problems):
-        with open(path, "rb") as handle:
-            digest.update(hashlib.file_digest(handle, "sha256").digest())
+    digest.update(_file_digest(checkpoint))
+    digest.update(_level_set_digest(problems))
     digest.update(f"budget={budget};rounds={rounds};epsilon={epsilon!r}".encode())
     if evaluation_batch != 1:
         digest.update(f";evaluation_batch={evaluation_batch}".encode())
     return digest.hexdigest()
+
+
+def _file_digest(path: Path) -> bytes:
+    """The SHA-256 digest of a file's bytes."""
+    with open_regular(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").digest()
+
+
+def _level_set_digest(problems: Path) -> bytes:
+    """A level file's digest, or for a folder (a level set too) one over its level files' names and digests."""
+    files = level_files(problems)
+    if files == [problems]:
+        return _file_digest(problems)
+    folder = hashlib.sha256()
+    for file in files:
+        folder.update(file.name.encode() + b"\0" + _file_digest(file))
+    return folder.digest()
+
+
+def record_name(problems: Path) -> str:
+    """The name of the record `sgps test` keeps of the level file or folder `problems` (RUN/metrics/NAME.csv):
+    ``test-`` and the file's stem or the folder's name, ``.`` and ``..`` read as the folder they name."""
+    return f"test-{Path(os.path.abspath(problems)).stem}"
 
 
 def journal_path(csv_path: Path) -> Path:
@@ -121,36 +228,39 @@ class AttemptJournal:
     so that a long test shows its progress in the run folder, and a test interrupted
     (a session ending, a kill) goes on where it stopped: run again with the same
     identity (`attempt_identity`), its journalled attempts are kept and only the others are
-    searched. The first line names the identity; a journal of another identity is
-    discarded. A row cut by a kill is ignored. When the test ends, the whole record is
-    written in exact order and the journal removed.
+    searched. The first line names the identity; a journal of another identity (or of
+    another record format) is discarded. A row is kept only if it passes the test's check
+    (`run_test`: an attempt of the procedure, its solution replayed, made with the same
+    weights); any other row (cut by a kill, damaged, edited) is dropped and its attempt
+    searched again, as if it had never been journalled. When the test ends, the whole
+    record is written in exact order and the journal removed.
     """
 
     def __init__(self, path: Path, identity: str) -> None:
         self.path = path
         self.identity = identity
 
-    def resume(self) -> dict[tuple[int, int], list[str]]:
-        """The journalled attempts, (round, problem) -> row; starts a fresh journal if there are none to keep."""
+    def resume(self, keep: Callable[[Mapping[str, str]], bool]) -> dict[tuple[int, int], list[str]]:
+        """The journalled attempts whose rows `keep` accepts, (round, problem) -> row; starts a fresh
+        journal holding only those."""
         kept: dict[tuple[int, int], list[str]] = {}
         try:
-            lines = self.path.read_text(encoding="utf-8").split("\n")
+            with open_regular(self.path) as handle:
+                lines = handle.read().split("\n")
         except (FileNotFoundError, UnicodeDecodeError):
             lines = []
         if lines[:2] == [f"# {self.identity}", ",".join(TEST_COLUMNS)]:
             for row in csv.reader(lines[2:-1]):  # the last piece has no newline yet: possibly cut
-                try:
-                    round_number, problem, solved, _ = _attempt(dict(zip(TEST_COLUMNS, row, strict=True)))
-                except (KeyError, TypeError, ValueError):
-                    continue  # not a whole attempt's row
-                if solved in ("0", "1"):
-                    kept[(round_number, problem)] = row
+                fields = dict(zip(TEST_COLUMNS, row, strict=False))
+                attempt = _attempt(fields)
+                if attempt is not None and len(row) == len(TEST_COLUMNS) and keep(fields):
+                    kept[attempt[:2]] = row
         atomic_write_text(self.path, "".join(self._line(row) for row in [[f"# {self.identity}"], list(TEST_COLUMNS),
                                                                          *kept.values()]))  # fmt: skip
         return kept
 
     def append(self, row: Sequence[Any]) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
+        with open_regular(self.path, "a") as handle:
             handle.write(self._line(row))
 
     def remove(self) -> None:
@@ -163,11 +273,28 @@ class AttemptJournal:
         return buffer.getvalue()
 
 
-def _row(round_number: int, problem: int, budget: int, result: SearchResult) -> list[str]:
+def _row(round_number: int, problem: int, budget: int, weights: str, result: SearchResult) -> list[str]:
     """The test record's row (`TEST_COLUMNS`) of one attempt."""
+    actions = " ".join(str(action) for action in result.actions or ()) if result.solved else ""
     values = [round_number, problem, int(result.solved), result.expanded, result.generated,
-              result.length if result.solved else "", budget, f"{result.seconds:.4f}", result.domain_steps]  # fmt: skip
+              result.length if result.solved else "", budget, f"{result.seconds:.4f}", result.domain_steps, actions,
+              weights]  # fmt: skip
     return [str(value) for value in values]
+
+
+def _journalled_attempt_holds(
+    domain: Domain[Any], levels: Sequence[Any], budget: int, rounds: int, weights: str, row: Mapping[str, str]
+) -> bool:
+    """Whether a journalled row is an attempt this test would have made: a round and problem of the
+    test, the round's budget, numbers in range and a solution that replays (`attempt_fault`), the
+    same weights."""
+    attempt = _attempt(row)
+    if attempt is None or row.get("weights") != weights:
+        return False
+    round_number, problem, _, row_budget = attempt
+    if not (1 <= round_number <= rounds and problem < len(levels)) or row_budget != budget * 2 ** (round_number - 1):
+        return False
+    return attempt_fault(row, row_budget, domain, levels[problem]) is None
 
 
 def run_test(
@@ -182,6 +309,7 @@ def run_test(
     evaluation_batch: int = 1,
     csv_path: Path | None = None,
     identity: str | None = None,
+    weights: str = "",
     search_batch: Callable[[Sequence[Any], int], list[SearchResult]] | None = None,
     children: ChildGenerator[Any] | None = None,
     progress: TestProgress | None = None,
@@ -193,8 +321,14 @@ def run_test(
     The CSV has a row per attempt; its `steps` column counts the primitive transitions
     the search computed (`SearchResult.domain_steps`), the measure of effort that
     compares HIPS-ε, whose budget does not count its rollouts, with the other searches.
+    Its `actions` column holds each solution, so that a reader can replay it, and its
+    `weights` column names the checkpoint tested (`weights`: its
+    `sgps.models.checkpoint.weights_digest`; "" when the weights have no name), so that a
+    record made with other weights than a run's is not counted as the run's result.
     With `identity` (`attempt_identity`) the attempts are journalled as they finish and an
-    interrupted test of the same identity resumes (`AttemptJournal`).
+    interrupted test of the same identity resumes (`AttemptJournal`): a journalled row is kept
+    only if it is an attempt this test would have made, its solution replayed from its
+    level; any other is searched again.
 
     `search_batch(levels, budget)`: where a round's searches run (e.g. Ray actors holding
     the same model; journalled a round at a time); None searches in this process, in
@@ -205,7 +339,8 @@ def run_test(
     journal = None
     if csv_path is not None and identity is not None:
         journal = AttemptJournal(journal_path(csv_path), identity)
-    done = {} if journal is None else journal.resume()
+    keep = functools.partial(_journalled_attempt_holds, domain, levels, budget, rounds, weights)
+    done = {} if journal is None else journal.resume(keep)
     rows: list[list[str]] = []
     unsolved = list(range(len(levels)))
     for round_number in range(1, rounds + 1):
@@ -214,7 +349,7 @@ def run_test(
         round_budget = budget * 2 ** (round_number - 1)
         todo = [p for p in unsolved if (round_number, p) not in done]
         if todo:
-            record = functools.partial(_record, done, journal, todo, round_number, round_budget)
+            record = functools.partial(_record, done, journal, todo, round_number, round_budget, weights)
             _search_round(domain, [levels[i] for i in todo], algorithm, evaluator, round_budget, epsilon, search_batch,
                           children, progress, round_number, record, already=len(unsolved) - len(todo),
                           total=len(unsolved), evaluation_batch=evaluation_batch)  # fmt: skip
@@ -237,11 +372,12 @@ def _record(
     problems: Sequence[int],
     round_number: int,
     budget: int,
+    weights: str,
     index: int,
     result: SearchResult,
 ) -> None:
     """Keep (and journal) the attempt of `problems[index]` that just finished."""
-    row = _row(round_number, problems[index], budget, result)
+    row = _row(round_number, problems[index], budget, weights, result)
     done[(round_number, problems[index])] = row
     if journal is not None:
         journal.append(row)

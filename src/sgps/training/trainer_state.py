@@ -54,10 +54,16 @@ def read_trainer_state(path: Path) -> dict[str, Any]:
 
 
 def _load(path: Path, data: bytes) -> Any:
+    """Unpickle `data` safely, every tensor on the CPU.
+
+    A run trained on a GPU saves its optimiser state on that GPU; mapping it to the CPU
+    lets the run resume on a machine without one (the method moves what it loads to the
+    run's device).
+    """
     try:
         with warnings.catch_warnings():  # torch's warnings about foreign files are not for users
             warnings.simplefilter("ignore")
-            return torch.load(io.BytesIO(data), weights_only=True)
+            return torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     except Exception:  # torch's own text suggests unsafe loading: never show it
         raise _damaged(path, "not written by sgps, or cut short") from None
 

@@ -34,10 +34,17 @@ from sgps.domains.levels import Level, states_digest
 from sgps.domains.registry import get_domain
 from sgps.domains.solver import default_state_cap, solve
 from sgps.errors import ConfigError, SgpsError
-from sgps.fileio import atomic_write_bytes
+from sgps.fileio import atomic_write_bytes, open_regular
 
 FORMAT = "sgps-hips-dataset-1"
-_KEYS = ("format", "domain", "names", "levels", "level_offsets", "actions", "action_offsets")
+#: The arrays of a dataset file: how many dimensions each has and the numpy kinds of its values
+#: (U: text, i and u: integers), checked before any is used.
+_LAYOUT: dict[str, tuple[int, str]] = {
+    "format": (0, "U"), "domain": (0, "U"), "names": (1, "U"), "levels": (1, "iu"), "level_offsets": (1, "iu"),
+    "actions": (1, "iu"), "action_offsets": (1, "iu"),
+}  # fmt: skip
+#: Each list of offsets and the array it cuts into trajectories.
+_OFFSETS = {"level_offsets": "levels", "action_offsets": "actions"}
 #: The date of every member of a dataset archive (the earliest a zip file can hold).
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
@@ -71,6 +78,11 @@ class BuildReport:
     skipped: tuple[tuple[str, str], ...]  # (level name, reason)
 
 
+def dataset_journal(dataset: Path) -> Path:
+    """Where the build of the dataset file `dataset` keeps its journal: beside it, named after it."""
+    return dataset.with_name(dataset.name + ".journal")
+
+
 #: The journal of an unfinished `build_dataset`: a header line, then one line per finished level.
 JOURNAL_FORMAT = "sgps-hips-dataset-journal-1"
 
@@ -89,7 +101,9 @@ def build_dataset(
     `workers` > 1 solves levels in that many processes. `journal`: a file that records each
     finished level as it finishes (one JSON line), so that a build interrupted at any point
     goes on where it stopped when called again with the same levels and cap; the result
-    does not depend on the interruption, the workers or the order levels finished in.
+    does not depend on the interruption, the workers or the order levels finished in. Its
+    entries are checked before they count (`_entry_fault`: solutions replayed, skips only
+    for the builder's reasons); a damaged or edited one is refused, naming its line.
     """
     finished = _read_journal(journal, domain, levels, max_states) if journal is not None else {}
     todo = [index for index in range(len(levels)) if index not in finished]
@@ -98,7 +112,7 @@ def build_dataset(
     with contextlib.ExitStack() as stack:
         record = None
         if journal is not None:
-            record = stack.enter_context(open(journal, "a", encoding="utf-8"))
+            record = stack.enter_context(open_regular(journal, "a"))
             if not finished and journal.stat().st_size == 0:
                 _append(record, _journal_header(domain, levels, max_states))
         for index, outcome in _solve_all(domain, levels, todo, max_states, workers):
@@ -141,8 +155,17 @@ def solve_level(domain: Domain[Any], state: Any, max_states: int | None) -> dict
     cap = default_state_cap(domain, state) if max_states is None else max_states
     result = solve(domain, state, max_states=cap)
     if result.actions is None:
-        return {"skipped": f"state cap of {cap:,} reached" if result.status == "cap" else "no solution exists"}
+        return {"skipped": _cap_reached(cap) if result.status == "cap" else NO_SOLUTION}
     return {"actions": [int(action) for action in result.actions]}
+
+
+#: Why `solve_level` skips a level the solver finished without a solution.
+NO_SOLUTION = "no solution exists"
+
+
+def _cap_reached(cap: int) -> str:
+    """Why `solve_level` skips a level the solver gave up on at its state cap `cap`."""
+    return f"state cap of {cap:,} reached"
 
 
 def _journal_header(domain: Domain[Any], levels: Sequence[Level], max_states: int | None) -> dict[str, Any]:
@@ -159,12 +182,13 @@ def _read_journal(
     if not journal.exists() or journal.stat().st_size == 0:
         return {}
     try:
-        text = journal.read_text(encoding="utf-8")
+        with open_regular(journal) as handle:
+            text = handle.read()
     except UnicodeDecodeError as error:
         raise ConfigError(f"{journal}: not a dataset journal (byte {error.start} is not UTF-8)") from None
     complete = text[: text.rfind("\n") + 1]
     if len(complete) < len(text):  # a line cut by an interruption: dropped, so the next line starts clean
-        with open(journal, "r+", encoding="utf-8") as handle:
+        with open_regular(journal, "r+") as handle:
             handle.truncate(len(complete.encode()))
     lines = complete.splitlines()
     try:
@@ -177,17 +201,54 @@ def _read_journal(
         raise ConfigError(f"{journal}: the journal of a dataset of other levels or another --max-states; "
                           "delete it to start over, or give the same levels and options")  # fmt: skip
     finished: dict[int, dict[str, Any]] = {}
+    lines_of: dict[int, int] = {}
     for number, entry in enumerate(entries[1:], start=2):
+        problem = _entry_fault(entry, domain, levels, max_states)
         index = entry.get("index") if isinstance(entry, dict) else None
-        actions = entry.get("actions", []) if isinstance(entry, dict) else None
-        valid_actions = isinstance(actions, list) and all(
-            isinstance(a, int) and 0 <= a < domain.num_actions for a in actions
-        )
-        if (not isinstance(index, int) or not 0 <= index < len(levels) or not valid_actions
-                or not ({"actions", "skipped"} & set(entry))):  # fmt: skip
-            raise ConfigError(f"{journal}:{number}: not a finished level; delete the journal to start over")
+        if problem is None and index in lines_of:
+            problem = f"level {index} is recorded twice (first on line {lines_of[index]})"
+        if problem is not None:
+            raise ConfigError(f"{journal}:{number}: {problem}; delete the journal to start over")
+        lines_of[index] = number
         finished[index] = {key: value for key, value in entry.items() if key != "index"}
     return finished
+
+
+def _entry_fault(entry: Any, domain: Domain[Any], levels: Sequence[Level], max_states: int | None) -> str | None:
+    """What makes a journal entry not one `build_dataset` wrote for `levels`; None when nothing does.
+
+    An entry counts only if the build could have written it: a level of the set, and either
+    actions that replay from that level's start to a goal, or a reason to skip it that the
+    builder gives for that level (`solve_level`: no solution, or its state cap reached).
+    Nothing else is trusted, so an edited journal never makes a dataset that
+    `read_dataset` would refuse, and no level is dropped by a made-up skip.
+    """
+    index = entry.get("index") if isinstance(entry, dict) else None
+    actions = entry.get("actions") if isinstance(entry, dict) else None
+    if (not isinstance(entry, dict) or not _is_int(index) or not 0 <= index < len(levels)
+            or set(entry) - {"index", "actions", "skipped"} or not {"actions", "skipped"} & set(entry)
+            or ("actions" in entry and not (isinstance(actions, list) and all(map(_is_int, actions))))):  # fmt: skip
+        return "not a finished level"
+    level = levels[index]
+    if "actions" in entry and "skipped" in entry:
+        return f"level {index} ({level.name}) is both solved and skipped"
+    if "skipped" in entry:
+        cap = default_state_cap(domain, level.state) if max_states is None else max_states
+        reasons = (NO_SOLUTION, _cap_reached(cap))
+        if entry["skipped"] not in reasons:
+            return (f"level {index} ({level.name}): {entry['skipped']!r} is not a reason the dataset builder gives "
+                    f"for it ({' or '.join(map(repr, reasons))})")  # fmt: skip
+        return None
+    if any(not 0 <= action < domain.num_actions for action in actions):  # type: ignore[union-attr]
+        return f"not a finished level (level {index} has an action outside 0..{domain.num_actions - 1})"
+    if not domain.is_goal(trajectory(domain, level.state, actions)[-1]):  # type: ignore[arg-type]
+        return f"level {index} ({level.name}): its actions do not reach a goal in {domain.name}"
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    """Whether `value` is a JSON integer (a bool is not one, although Python counts it as an int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _append(handle: TextIO, entry: Mapping[str, Any]) -> None:
@@ -261,14 +322,30 @@ def read_dataset(path: str | Path, domain_name: str | None = None) -> Dataset:
 
 
 def _load_arrays(file: Path) -> dict[str, np.ndarray]:
-    """The archive's arrays (no pickles), or a `ConfigError` naming what is wrong."""
+    """The archive's arrays (no pickles), each of its `_LAYOUT`, or a `ConfigError` naming the file and
+    what is wrong (the array, when one is damaged)."""
     if not file.is_file():
         raise ConfigError(f"{file}: no such dataset file (write one with `sgps dataset`)")
+    if not zipfile.is_zipfile(file):  # numpy would read a level file as a pickle it refuses to load
+        raise ConfigError(f"{file}: not a dataset written by `sgps dataset` (not an .npz archive; levels to "
+                          "solve and learn from are given as --problems)")  # fmt: skip
     try:
         with np.load(file, allow_pickle=False) as archive:
-            missing = [key for key in _KEYS if key not in archive.files]
+            missing = [key for key in _LAYOUT if key not in archive.files]
             if missing:
-                raise ConfigError(f"{file}: not an sgps HIPS-ε dataset (missing {', '.join(missing)})")
-            return {key: archive[key] for key in _KEYS}
+                raise ConfigError(f"{file}: not a dataset written by `sgps dataset` (it has no arrays "
+                                  f"{', '.join(missing)})")  # fmt: skip
+            arrays = {key: archive[key] for key in _LAYOUT}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
         raise ConfigError(f"{file}: not a readable dataset ({error})") from None
+    for key, (dimensions, kinds) in _LAYOUT.items():
+        array = arrays[key]
+        if array.ndim != dimensions or array.dtype.kind not in kinds:
+            wanted = f"{'one' if dimensions == 0 else 'a list of'} {'text' if kinds == 'U' else 'integers'}"
+            raise ConfigError(f"{file}: damaged: the array {key} must be {wanted}, not a {array.ndim}-D array of "
+                              f"{array.dtype}")  # fmt: skip
+    for key, cut in _OFFSETS.items():
+        offsets, length = arrays[key], len(arrays[cut])
+        if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != length or bool(np.any(offsets[1:] < offsets[:-1])):
+            raise ConfigError(f"{file}: damaged: the array {key} must rise from 0 to the length of {cut} ({length})")
+    return arrays

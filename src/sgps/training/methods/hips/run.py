@@ -12,26 +12,34 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
-from sgps.domains.levels import read_levels
+from sgps.domains.base import Domain
+from sgps.domains.levels import Level, read_levels
 from sgps.domains.registry import get_domain
 from sgps.errors import CheckpointError, ConfigError
-from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, recorded_architecture, save_checkpoint
+from sgps.models.checkpoint import (
+    SEARCH_KEY,
+    load_checkpoint,
+    recorded_architecture,
+    save_checkpoint,
+    weights_digest,
+)
 from sgps.models.hips import HipsConfig, HipsModel, cell_patterns
+from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.search.costs import make_algorithm
 from sgps.training.config import read_toml
-from sgps.training.methods.hips.dataset import build_dataset, read_dataset, write_dataset
+from sgps.training.methods.hips.dataset import Trajectory, build_dataset, dataset_journal, read_dataset, write_dataset
 from sgps.training.methods.hips.learner import HipsLearner, HipsSettings
 from sgps.training.methods.hips.search import HipsHeuristic, HybridChildren
-from sgps.training.rundir import RunDirectory
-from sgps.training.schema import check_value, validate_section
+from sgps.training.rundir import RUN_FILES, RunDirectory
+from sgps.training.schema import InvalidSettingError, check_value, validate_section
 from sgps.training.setup import pick_device
-from sgps.training.testing import TestProgress, TestSummary, attempt_identity, run_test
+from sgps.training.testing import TestProgress, TestSummary, attempt_identity, record_name, run_test
 from sgps.version import sgps_version
 
 ALGORITHM = "hips-eps"
@@ -43,6 +51,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
 }  # fmt: skip
 LEARNING_COLUMNS = ("phase", "loss", "detector_loss", "segment", "seconds")
+#: What `_not_at_goal` filters: the levels to solve, or a dataset's trajectories.
+Item = TypeVar("Item", Level, Trajectory)
 
 
 def resolve_settings(
@@ -62,6 +72,8 @@ def resolve_settings(
     layers.append((origin, overrides or {}))
     fields = [field.name for field in dataclasses.fields(HipsSettings)]
     for source, layer in layers:
+        if not isinstance(layer, Mapping):
+            raise ConfigError(f"{source}: hips must be a table of keys (a [hips] section), not {layer!r}")
         for key, value in layer.items():
             if key not in fields:
                 raise ConfigError(f"{source}: unknown key hips.{key} (keys: {', '.join(fields)})")
@@ -112,6 +124,13 @@ def train(
         raise ConfigError(f"{ALGORITHM} trains from a dataset or from training levels: give one of the two")
     if extra_problems is not None and problems is None:
         raise ConfigError("--extra-problems adds levels to --problems; a --dataset is used as it is")
+    check_outputs([Output("--out", out, FOLDER, replaces=RUN_FILES)],
+                  [("--dataset", dataset_path), ("--problems", problems), ("--extra-problems", extra_problems),
+                   ("--config", config_file)])  # fmt: skip
+    try:
+        check_value("bootstrap", "seed", seed)  # the Bootstrap methods' rule for the same --seed
+    except InvalidSettingError as error:
+        raise ConfigError(f"--seed {error.problem}") from None
     settings = resolve_settings(preset, config_file, overrides)
     if threads is not None:
         torch.set_num_threads(threads)
@@ -125,12 +144,17 @@ def train(
         if extra_problems is not None:
             extra = read_levels(extra_problems, levels.domain.name)
             extra.observation_shape(shape)
-            all_levels += extra.levels
+            all_levels += _new_levels(levels.domain, all_levels, extra.levels)
+        all_levels = _not_at_goal(levels.domain, all_levels, lambda level: level.state, problems)
+        created = not out.exists()
         out.mkdir(parents=True, exist_ok=True)
         dataset_path = out / "dataset.npz"
-        journal = out / "dataset.npz.journal"
+        journal = dataset_journal(dataset_path)
         built = build_dataset(levels.domain, all_levels, journal=journal)
-        if not built.dataset.trajectories:
+        if not built.dataset.trajectories:  # a refusal leaves the disk as it was
+            journal.unlink(missing_ok=True)
+            if created:
+                out.rmdir()
             raise ConfigError(f"{problems}: the exact solver finished none of the {len(all_levels)} levels")
         write_dataset(dataset_path, built.dataset)
         journal.unlink()
@@ -138,6 +162,9 @@ def train(
             print(f"skipped {name}: {reason}")
     assert dataset_path is not None
     dataset = read_dataset(dataset_path, domain)
+    trajectories = _not_at_goal(dataset.domain, dataset.trajectories, lambda trajectory: trajectory.states[0],
+                                dataset_path)  # fmt: skip
+    dataset = dataclasses.replace(dataset, trajectories=tuple(trajectories))
     torch_device = pick_device(device)
     example = dataset.trajectories[0].states[0]
     torch.manual_seed(seed)
@@ -170,6 +197,41 @@ def train(
     return settings, len(dataset.trajectories)
 
 
+def _new_levels(domain: Domain[Any], known: Sequence[Level], extra: Sequence[Level]) -> list[Level]:
+    """The levels of `extra` (--extra-problems) that are neither in `known` nor earlier in `extra`, by
+    their content: a level given twice would be learnt twice. How many were dropped is said."""
+    seen = {tuple(domain.encode(level.state)) for level in known}
+    kept = []
+    for level in extra:
+        content = tuple(domain.encode(level.state))
+        if content not in seen:
+            seen.add(content)
+            kept.append(level)
+    if len(kept) < len(extra):
+        print(f"dropped {len(extra) - len(kept)} of the {len(extra)} --extra-problems levels: already in --problems "
+              "(or given twice); each level is learnt once")  # fmt: skip
+    return kept
+
+
+def _not_at_goal(domain: Domain[Any], items: Sequence[Item], start: Callable[[Item], Any], source: Path) -> list[Item]:
+    """The levels or trajectories of `items` whose `start` state is not a goal, each one left out named.
+
+    A level that starts at its goal has an empty solution, which teaches HIPS-ε nothing (its
+    networks learn from a solution's transitions); it is skipped like a level the solver
+    cannot finish, and a `ConfigError` naming `source` when no other level is left.
+    """
+    kept = []
+    for item in items:
+        if domain.is_goal(start(item)):
+            print(f"skipped {item.name}: it starts at its goal (nothing to learn)")
+        else:
+            kept.append(item)
+    if not kept:
+        raise ConfigError(f"{source}: all {len(items)} levels start at their goal; {ALGORITHM} has nothing to learn "
+                          "from a solution without a step")  # fmt: skip
+    return kept
+
+
 def is_hips_run(run: Path) -> bool:
     """Whether the run directory `run` holds a HIPS-ε run (its config's run.algorithm)."""
     document = read_toml(run / "config.toml")
@@ -180,7 +242,7 @@ def is_hips_run(run: Path) -> bool:
 def load_run(run: Path, checkpoint: Path, example: Any) -> tuple[Any, HipsModel, HipsSettings, torch.device]:
     """The domain, trained model (eval mode), settings and device of a HIPS-ε run; `example`: a level's state."""
     document = read_toml(run / "config.toml")
-    settings = resolve_settings("paper", None, document.get("hips", {}))
+    settings = resolve_settings("paper", None, document.get("hips", {}), origin=str(run / "config.toml"))
     section = document["run"]
     domain = get_domain(str(section.get("domain")))
     device = pick_device(str(section.get("device", "cpu")))
@@ -211,5 +273,5 @@ def test(
 
     identity = attempt_identity(checkpoint, problems, budget=budget, rounds=rounds, epsilon=settings.epsilon)
     return run_test(domain, states, algorithm, heuristic, budget=budget, rounds=rounds, children=children,
-                    csv_path=run / "metrics" / f"test-{problems.stem}.csv", identity=identity,
-                    progress=progress)  # fmt: skip
+                    csv_path=run / "metrics" / f"{record_name(problems)}.csv", identity=identity,
+                    weights=weights_digest(checkpoint), progress=progress)  # fmt: skip

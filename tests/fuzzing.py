@@ -1,0 +1,512 @@
+"""A fuzz harness for what users give sgps: cases by class, run in-process, outcomes judged.
+
+Cases are generated from the code's own tables, so a new surface is covered when it is
+added (or the harness fails until it is classified):
+
+- ``output paths``: every path option of every command (read from the argument
+  parser) that writes, given each hostile path: empty, ``.``, ``/``, a FIFO, a device,
+  a folder where a file goes or a file where a folder goes, a path under a file, a
+  dangling link, and the command's own input. A new path option that `OUTPUTS` and
+  `INPUT_OPTIONS` do not classify fails `unclassified_path_options`.
+- ``options per algorithm``: every `TRAIN_OPTIONS` option for every algorithm it does
+  not apply to, and hostile values (negative, huge, non-ASCII digits, nan, empty, junk)
+  for every valued training option.
+- ``api arguments``: every argument of `sgps.train`, `sgps.load` and `Searcher.solve`
+  given a value of the wrong type.
+- ``damaged records``: run folders whose metrics, logs, locks and trainer state are
+  damaged or replaced by FIFOs, resumed.
+
+Each case runs `sgps.cli.main` (or the API call) in this process under a deadline, with
+training replaced by a sentinel once every check has passed (`Accepted`): a case either
+is refused (exit status 2 and one ``sgps: error:`` line; from Python an `SgpsError`,
+`TypeError` or `ValueError` naming the argument), is accepted, raises some other
+exception (a traceback), or blocks (a hang). A case whose input is hostile must be
+refused; a refused case must leave the workspace as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from sgps.errors import SgpsError
+
+REFUSED, ACCEPTED, TRACEBACK, HANG, UNCLEAR, LEFT_FILES, WRONG = (
+    "refused", "accepted", "traceback", "hang", "unclear message", "left files behind", "wrong result")  # fmt: skip
+#: Outcomes that are defects whatever the case expected.
+DEFECTS = (TRACEBACK, HANG, UNCLEAR, LEFT_FILES, WRONG)
+SILENT_ACCEPT = "silent accept"
+
+#: Output options of the command line: (command, dest) -> kind ("file" or "folder"), and a
+#: command line that is valid apart from the output (``{OUT}``; ``{levels}``, ``{run}``,
+#: ``{config}`` and ``{fresh}`` name the workspace's files).
+OUTPUTS: dict[tuple[str, str], tuple[str, str]] = {
+    ("generate", "out"): ("file", "generate tsp --count 2 --out {OUT}"),
+    ("show", "png"): ("file", "show {levels} --png {OUT}"),
+    ("solve", "gif"): ("file", "solve {levels} --gif {OUT}"),
+    ("dataset", "out"): ("file", "dataset tsp --problems {levels} --out {OUT} --workers 1"),
+    ("train", "out"): ("folder", "train --problems {levels} --out {OUT} --preset tiny"),
+    ("train", "tensorboard"): ("folder", "train --problems {levels} --out {fresh} --preset tiny --tensorboard {OUT}"),
+    ("test", "gif"): ("folder", "test {run} --problems {levels} --gif {OUT}"),
+    ("subgoals", "png"): ("file", "subgoals {run} --problems {levels} --png {OUT}"),
+    ("compare", "out"): ("folder", "compare {config} --out {OUT}"),
+    ("demo", "out"): ("folder", "demo --out {OUT} --no-train --count 1"),
+}
+#: HIPS-ε writes its run folder through the same --out: the same hostile paths apply.
+HIPS_OUTPUT = ("folder", "train --algorithm hips-eps --problems {levels} --out {OUT}")
+#: The workspace folder where cases copy runs to damage them (not part of the disk-unchanged check).
+SCRATCH = "scratch"
+#: Path options that only read: (command, dest).
+INPUT_OPTIONS = {
+    ("show", "file"), ("solve", "file"), ("dataset", "problems"), ("train", "problems"), ("train", "dataset"),
+    ("train", "extra_problems"), ("train", "validation"), ("train", "config"), ("test", "run"),
+    ("test", "problems"), ("subgoals", "run"), ("subgoals", "problems"), ("compare", "config"), ("report", "dir"),
+    ("demo", "config"),
+}  # fmt: skip
+#: Options holding a path that the parser reads as text (a setting), with the outputs above.
+TEXT_PATH_OPTIONS = {("train", "tensorboard")}
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The files cases refer to: a level file, a finished run, a comparison config, and room to write."""
+
+    root: Path
+    levels: Path
+    run: Path
+    config: Path
+    journal: Path  # the journal of a finished dataset build of `levels`
+    dataset: Path  # that build's dataset
+
+    def fill(self, template: str, out: str) -> list[str]:
+        names = {"{levels}": str(self.levels), "{run}": str(self.run), "{config}": str(self.config),
+                 "{fresh}": str(self.root / "fresh-run")}  # fmt: skip
+        words = []
+        for word in template.split():
+            words.append(out if word == "{OUT}" else names.get(word, word))
+        return words
+
+
+@dataclass
+class Case:
+    """One input: run `call` (which returns an exit status) and judge it against `hostile`."""
+
+    kind: str  # the class of the case
+    name: str
+    call: Callable[[], int]
+    hostile: bool = True  # must be refused
+    names: Sequence[str] = ()  # for API cases: words the refusal must contain (the argument's name)
+    outcome: str = ""
+    message: str = field(default="", repr=False)
+
+    @property
+    def defect(self) -> str | None:
+        """What is wrong with the outcome (None when nothing)."""
+        if self.outcome in DEFECTS:
+            return self.outcome
+        if self.outcome == ACCEPTED and self.hostile:
+            return SILENT_ACCEPT
+        return None
+
+
+class Accepted(Exception):  # noqa: N818 - a sentinel, not an error
+    """Raised in place of training: every check of the command has passed."""
+
+
+class WrongResultError(Exception):
+    """Raised by a case that was accepted but wrote something other than the undamaged input gives."""
+
+
+def unclassified_path_options() -> list[tuple[str, str]]:
+    """Path options of the parser that neither `OUTPUTS` nor `INPUT_OPTIONS` classify."""
+    from sgps.cli import _path, build_parser
+
+    parser = build_parser()
+    commands = next(action for action in parser._actions if action.dest == "command").choices
+    found = {(name, action.dest) for name, sub in commands.items() for action in sub._actions
+             if action.type is _path or (name, action.dest) in TEXT_PATH_OPTIONS}  # fmt: skip
+    return sorted(found - set(OUTPUTS) - INPUT_OPTIONS)
+
+
+def output_path_cases(space: Workspace) -> list[Case]:
+    """Every output option given every hostile path (those that its kind refuses)."""
+    root = space.root
+    hostile = {
+        "empty": "",
+        "current folder": ".",
+        "root": "/",
+        "FIFO": str(root / "fifo"),
+        "device": os.devnull,
+        "under a file": str(space.levels / "x"),
+        "dangling link": str(root / "dangling"),
+        "folder": str(root / "a-folder"),
+        "file": str(root / "a-file"),
+    }
+    cases = []
+    for (command, dest), (kind, template) in [*OUTPUTS.items(), (("train/hips-eps", "out"), HIPS_OUTPUT)]:
+        for label, value in hostile.items():
+            if (kind, label) in (("folder", "current folder"), ("folder", "folder"), ("file", "file")):
+                continue  # what that kind of output may be
+            argv = space.fill(template, value)
+            cases.append(Case("output paths", f"{command} --{dest} <{label}>", _cli(argv)))
+        if command not in ("generate", "demo"):  # the command's own input as its output
+            argv = space.fill(template, str(space.run if command in ("test", "subgoals") else space.levels))
+            cases.append(Case("output paths", f"{command} --{dest} <its input>", _cli(argv)))
+    return cases
+
+
+#: Hostile values of valued training options, by the parser's type of the option.
+HOSTILE_VALUES = {
+    "int": ["-1", "99999999999999999999999", "1.5", "٣", "", "x"],
+    "float": ["-1", "nan", "", "x", "1e999"],
+    "choice": ["bogus", ""],
+    "text": ["", "   "],
+}
+
+
+def option_cases(space: Workspace) -> list[Case]:
+    """Options for algorithms they do not apply to, and hostile values of every valued training option."""
+    from sgps.cli import _float, _int, build_parser
+    from sgps.training.config import TRAIN_OPTIONS, option_flag
+    from sgps.training.schema import ALGORITHMS
+
+    base = space.fill("train --problems {levels} --out {fresh} --preset tiny", "")
+    cases = []
+    values = {"int": "1", "float": "1", "choice": None, "text": str(space.root / "tb")}
+    train = next(action for action in build_parser()._actions if action.dest == "command").choices["train"]
+    actions = {action.dest: action for action in train._actions}
+    for name, option in TRAIN_OPTIONS.items():
+        action = actions[name]
+        typed = ("int" if action.type is _int else "float" if action.type is _float
+                 else "choice" if action.choices else "text")  # fmt: skip
+        value = [] if action.nargs == 0 else [values[typed] or action.choices[0]]
+        for algorithm in (*ALGORITHMS, "hips-eps"):
+            if algorithm not in option.algorithms and name != "algorithm":
+                argv = [*base, "--algorithm", algorithm, option_flag(name), *value]
+                cases.append(Case("options per algorithm", f"{option_flag(name)} with {algorithm}", _cli(argv)))
+        if action.nargs != 0 and name != "algorithm":
+            for bad in HOSTILE_VALUES[typed]:
+                argv = [*base, "--algorithm", option.algorithms[-1], option_flag(name), bad]
+                cases.append(Case("options per algorithm", f"{option_flag(name)} {bad!r}", _cli(argv)))
+    return cases
+
+
+def api_cases(space: Workspace) -> list[Case]:
+    """Arguments of the Python API given values of the wrong type or out of range."""
+    import sgps
+
+    train_args: dict[str, Any] = {
+        "problems": 5, "out": 5, "domain": 5, "algorithm": 5, "validation": 5, "config": 5, "preset": 5,
+        "seed": "3", "device": "gpu", "workers": "2", "evaluator": 5, "evaluation_batch": 1.5, "precision": 5,
+        "max_iterations": "2", "time_limit": "1", "failed_trees": "no", "codebook_size": 2.5, "cluster_level": "1",
+        "conditioning": 5, "codebook": 5, "mixture": 5, "levin_plus_one": "yes", "duplicates": 5, "loss": 5,
+        "tensorboard": 5, "threads": "2", "max_batches": 0,
+    }  # fmt: skip
+    cases = []
+    for name, value in train_args.items():
+        arguments: dict[str, Any] = {"problems": space.levels, "out": space.root / "api-run", "preset": "tiny"}
+        arguments[name] = value
+
+        def call(arguments: dict[str, Any] = arguments) -> int:
+            sgps.train(**arguments)
+            return 0
+
+        cases.append(Case("api arguments", f"sgps.train({name}={value!r})", call, names=(name,)))
+    for name, value in {"path": 5, "checkpoint": 5, "device": "gpu"}.items():
+        arguments = {"path": space.run, name: value}
+
+        def load(arguments: dict[str, Any] = arguments) -> int:
+            sgps.load(**arguments)
+            return 0
+
+        cases.append(Case("api arguments", f"sgps.load({name}={value!r})", load, names=(name,)))
+    searcher = sgps.load(space.run)
+    for name, value in {"level": 5, "index": "0", "budget": -1, "epsilon": 2.0, "algorithm": 5}.items():
+        arguments = {"level": space.levels, name: value}
+
+        def solve(arguments: dict[str, Any] = arguments) -> int:
+            searcher.solve(**arguments)
+            return 0
+
+        cases.append(Case("api arguments", f"Searcher.solve({name}={value!r})", solve, names=(name,)))
+    return cases
+
+
+def damaged_run_cases(space: Workspace) -> list[Case]:
+    """A finished run's own files damaged or replaced by FIFOs, then resumed with a raised limit."""
+    cases = []
+    damages = {
+        "lock is a FIFO": (".lock", "fifo"), "log is a FIFO": ("log.txt", "fifo"),
+        "metrics are a FIFO": ("metrics/train.csv", "fifo"),
+        "trainer state is a FIFO": ("checkpoints/trainer.pt", "fifo"),
+        "trainer state is random bytes": ("checkpoints/trainer.pt", "random"),
+        "metrics lost a row": ("metrics/train.csv", "cut"), "metrics are not UTF-8": ("metrics/train.csv", "binary"),
+        "config is a folder": ("config.toml", "folder"), "config is empty": ("config.toml", "empty"),
+    }  # fmt: skip
+    for label, (name, damage) in damages.items():
+        def call(name: str = name, damage: str = damage, label: str = label) -> int:
+            from sgps.cli import main
+
+            copy = space.root / SCRATCH / label.replace(" ", "-")
+            copy.parent.mkdir(exist_ok=True)
+            os.system(f"rm -rf '{copy}' && cp -r '{space.run}' '{copy}'")
+            _damage(copy / name, damage)
+            return main(["train", "--problems", str(space.levels), "--out", str(copy), "--resume", "--quiet",
+                         "--max-iterations", "5"])  # fmt: skip
+
+        cases.append(Case("damaged records", label, call))
+    return cases
+
+
+def damaged_journal_cases(space: Workspace) -> list[Case]:
+    """A dataset journal (`sgps dataset`'s record of finished levels) damaged field by field, then resumed.
+
+    Every entry's every field is removed or given a value of another type or range,
+    entries are duplicated, swapped and cut, and the file is made binary or a FIFO. The
+    command may refuse or rebuild; if it writes a dataset, it must be the dataset an
+    undamaged build writes, trajectory for trajectory.
+    """
+    import json
+
+    from sgps.training.methods.hips.dataset import read_dataset
+
+    template = space.journal.read_text().splitlines()
+    header, entries = template[0], [json.loads(line) for line in template[1:]]
+    clean = read_dataset(space.dataset)
+    mutations: list[tuple[str, Callable[[], bytes]]] = []
+    for number, entry in enumerate(entries):
+        for key in entry:
+            for value in (None, -1, "x", [], True, 10**30):
+                mutations.append((f"entry {number} {key}={value!r}", _entries(header, entries, number, key, value)))
+            mutations.append((f"entry {number} without {key}", _entries(header, entries, number, key, _REMOVE)))
+    text = "\n".join(template) + "\n"
+    mutations += [
+        ("an entry twice", lambda: ("\n".join([*template, template[1]]) + "\n").encode()),
+        ("entries swapped", lambda: ("\n".join([header, *template[1:][::-1]]) + "\n").encode()),
+        ("cut mid-entry", lambda: text[: len(text) * 2 // 3].encode()),
+        ("header of another build", lambda: ("\n".join([header.replace('"count": ', '"count": 1'), *template[1:]])
+                                              + "\n").encode()),
+        ("not UTF-8", lambda: b"\xff\xfe" + text.encode()),
+        ("empty", lambda: b""),
+    ]
+    cases = []
+    for label, content in mutations:
+        def call(label: str = label, content: Callable[[], bytes] = content) -> int:
+            from sgps.cli import main
+
+            folder = space.root / SCRATCH / "journals"
+            folder.mkdir(parents=True, exist_ok=True)
+            out = folder / f"{abs(hash(label))}.npz"
+            out.unlink(missing_ok=True)
+            (folder / f"{out.name}.journal").write_bytes(content())
+            status = main(["dataset", "tsp", "--problems", str(space.levels), "--out", str(out), "--workers", "1"])
+            if status == 0:
+                written = read_dataset(out)
+                if [(t.name, t.actions) for t in written.trajectories] != \
+                        [(t.name, t.actions) for t in clean.trajectories]:  # fmt: skip
+                    raise WrongResultError("the dataset differs from an undamaged build's")
+            return status
+
+        cases.append(Case("damaged journals", label, call, hostile=False))
+
+    def fifo() -> int:
+        from sgps.cli import main
+
+        folder = space.root / SCRATCH / "journals"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "fifo.npz.journal").unlink(missing_ok=True)
+        os.mkfifo(folder / "fifo.npz.journal")
+        return main(["dataset", "tsp", "--problems", str(space.levels), "--out", str(folder / "fifo.npz")])
+
+    cases.append(Case("damaged journals", "journal is a FIFO", fifo))
+    for label, name in (("test record is a FIFO", "test-t.csv"), ("test journal is a FIFO", "test-t.csv.partial")):
+        def test_call(name: str = name, label: str = label) -> int:
+            from sgps.cli import main
+
+            copy = space.root / SCRATCH / label.replace(" ", "-")
+            copy.parent.mkdir(exist_ok=True)
+            os.system(f"rm -rf '{copy}' && cp -r '{space.run}' '{copy}'")
+            _damage(copy / "metrics" / name, "fifo")
+            return main(["test", str(copy), "--problems", str(space.levels), "--budget", "100"])
+
+        cases.append(Case("damaged journals", label, test_call))
+    return cases
+
+
+_REMOVE = object()
+
+
+def _entries(header: str, entries: list[dict[str, Any]], number: int, key: str, value: Any) -> Callable[[], bytes]:
+    """The journal text with entry `number`'s `key` set to `value` (removed for `_REMOVE`)."""
+    import json
+
+    def content() -> bytes:
+        changed = [dict(entry) for entry in entries]
+        if value is _REMOVE:
+            del changed[number][key]
+        else:
+            changed[number][key] = value
+        return ("\n".join([header, *(json.dumps(entry) for entry in changed)]) + "\n").encode()
+
+    return content
+
+
+def _damage(path: Path, how: str) -> None:
+    if how == "cut":
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join(lines[:-1]))
+        return
+    if path.is_dir():
+        os.system(f"rm -rf '{path}'")
+    else:
+        path.unlink(missing_ok=True)
+    if how == "fifo":
+        os.mkfifo(path)
+    elif how == "random":
+        path.write_bytes(os.urandom(2048))
+    elif how == "binary":
+        path.write_bytes(b"\xff\xfe\x00bad")
+    elif how == "folder":
+        path.mkdir()
+    else:
+        path.write_text("")
+
+
+def make_workspace(root: Path) -> Workspace:
+    """A level file, a finished tiny run, a comparison config and the special files the cases aim at."""
+    from sgps.cli import main
+    from sgps.domains import get_domain, read_levels, write_levels
+    from sgps.training.methods.hips.dataset import build_dataset, write_dataset
+
+    root.mkdir(parents=True, exist_ok=True)
+    domain = get_domain("tsp")
+    levels = root / "t.txt"
+    write_levels(levels, domain, [domain.generate(seed) for seed in range(10)])
+    run = root / "run"
+    with _quiet():
+        assert main(["train", "--problems", str(levels), "--out", str(run), "--preset", "tiny", "--quiet",
+                     "--device", "cpu", "--max-iterations", "1", "--workers", "1"]) == 0  # fmt: skip
+    config = root / "compare.toml"
+    config.write_text("[problems]\n")
+    journal, dataset = root / "journal-template", root / "dataset.npz"
+    built = build_dataset(domain, read_levels(levels).levels, journal=journal)
+    write_dataset(dataset, built.dataset)
+    os.mkfifo(root / "fifo")
+    (root / "dangling").symlink_to(root / "nowhere")
+    (root / "a-folder").mkdir()
+    (root / "a-file").write_text("x")
+    return Workspace(root, levels, run, config, journal, dataset)
+
+
+def run_cases(cases: Sequence[Case], root: Path, *, limit: int = 30) -> None:
+    """Run each case, setting its `outcome` and `message`."""
+    for case in cases:
+        before = _snapshot(root)
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with deadline(limit), _sentinels(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                status = case.call()
+        except Accepted:
+            status = 0
+        except WrongResultError as error:
+            case.outcome, case.message = WRONG, str(error)
+            continue
+        except SystemExit as exited:  # argparse's refusals
+            status = exited.code if isinstance(exited.code, int) else 2
+        except TimeoutError:
+            case.outcome, case.message = HANG, f"blocked for {limit} s"
+            continue
+        except (SgpsError, TypeError, ValueError) as error:
+            status, err = 2, io.StringIO(f"sgps: error: {error}\n")
+            if case.names and not any(name in str(error) or name.replace("_", "-") in str(error)
+                                      for name in case.names):  # fmt: skip
+                case.outcome, case.message = UNCLEAR, f"{type(error).__name__}: {error}"
+                continue
+        except BaseException as error:
+            case.outcome, case.message = TRACEBACK, f"{type(error).__name__}: {error}"
+            continue
+        case.message = err.getvalue().strip().splitlines()[-1] if err.getvalue().strip() else ""
+        if status == 0:
+            case.outcome = ACCEPTED
+        elif "Traceback" in err.getvalue():
+            case.outcome = TRACEBACK
+        elif status != 2 or len([line for line in err.getvalue().splitlines() if ": error: " in line]) != 1:
+            case.outcome = UNCLEAR
+        elif _snapshot(root) != before:
+            case.outcome = LEFT_FILES
+        else:
+            case.outcome = REFUSED
+
+
+def summary(cases: Sequence[Case]) -> list[tuple[str, int, dict[str, int], int]]:
+    """Per class: (class, cases, outcome counts, defects)."""
+    rows = []
+    for kind in dict.fromkeys(case.kind for case in cases):
+        mine = [case for case in cases if case.kind == kind]
+        counts: dict[str, int] = {}
+        for case in mine:
+            counts[case.outcome] = counts.get(case.outcome, 0) + 1
+        rows.append((kind, len(mine), counts, sum(case.defect is not None for case in mine)))
+    return rows
+
+
+def _cli(argv: list[str]) -> Callable[[], int]:
+    def call() -> int:
+        from sgps.cli import main
+
+        return main(argv)
+
+    return call
+
+
+@contextlib.contextmanager
+def _sentinels() -> Iterator[None]:
+    """Training and HIPS-ε learning replaced by `Accepted`: a case that gets there passed every check."""
+
+    def accepted(*_: Any, **__: Any) -> Any:
+        raise Accepted
+
+    with mock.patch("sgps.training.runner._run_with_progress", accepted), \
+            mock.patch("sgps.training.methods.hips.run.HipsLearner.train", accepted):  # fmt: skip
+        yield
+
+
+@contextlib.contextmanager
+def deadline(seconds: int = 20) -> Iterator[None]:
+    """Turn a hang (a blocking open of a FIFO) into a `TimeoutError` after `seconds`."""
+
+    def expire(*_: object) -> None:
+        raise TimeoutError
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
+def _snapshot(root: Path) -> dict[str, int | None]:
+    """Every path under `root` with its size and modification time (None for special files)."""
+    state = {}
+    for path in sorted(root.rglob("*")):
+        if SCRATCH in path.relative_to(root).parts:
+            continue
+        info = path.lstat()
+        regular = path.is_file() and not path.is_fifo()
+        state[str(path)] = hash((info.st_size, info.st_mtime_ns)) if regular else None
+    return state
