@@ -236,6 +236,57 @@ def api_cases(space: Workspace) -> list[Case]:
             return 0
 
         cases.append(Case("api arguments", f"Searcher.solve({name}={value!r})", solve, names=(name,)))
+
+    def level_with_index() -> int:
+        from sgps.domains import read_levels
+
+        searcher.solve(read_levels(space.levels).levels[0], 1)
+        return 0
+
+    cases.append(Case("api arguments", "Searcher.solve(Level, index=1)", level_with_index, names=("index",)))
+    environment_args: dict[str, Any] = {"domain": 5, "level_file": 5, "level_index": "0", "max_steps": -1,
+                                        "reward": 5, "render_mode": "hologram", "params": 5}  # fmt: skip
+    for name, value in environment_args.items():
+        arguments = {"domain": "tsp", "level_seed": 0, name: value}
+
+        def environment(arguments: dict[str, Any] = arguments) -> int:
+            from sgps.gym import SgpsEnv
+
+            SgpsEnv(**arguments)
+            return 0
+
+        cases.append(Case("api arguments", f"SgpsEnv({name}={value!r})", environment, names=(name,)))
+    return cases
+
+
+def damaged_dataset_cases(space: Workspace) -> list[Case]:
+    """Every array of a dataset file given another shape, kind or values, then trained on (HIPS-ε)."""
+    import numpy as np
+
+    with np.load(space.dataset) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    damages: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+        "2-D": lambda array: np.stack([array, array]) if array.ndim else np.array([[array]]),
+        "float": lambda array: array.astype(float) if array.dtype.kind in "iu" else np.array([1.5]),
+        "empty": lambda array: array[:0] if array.ndim else np.array([]),
+        "negated": lambda array: -array.astype(np.int64) if array.dtype.kind in "iu" else np.array(["?"]),
+        "text": lambda array: np.array(["x"] * max(array.size, 1)),
+    }
+    cases = []
+    for name in arrays:
+        for label, damage in damages.items():
+            def call(name: str = name, damage: Callable[[np.ndarray], np.ndarray] = damage, label: str = label) -> int:
+                from sgps.cli import main
+
+                folder = space.root / SCRATCH / "datasets"
+                folder.mkdir(parents=True, exist_ok=True)
+                file = folder / f"{name}-{label}.npz"
+                np.savez(file, **{**arrays, name: damage(arrays[name])})
+                return main(["train", "--algorithm", "hips-eps", "--dataset", str(file), "--out",
+                             str(folder / f"{name}-{label}-run"), "--preset", "tiny"])  # fmt: skip
+
+            renamed = (name, label) == ("names", "text")  # other labels for the same trajectories: harmless
+            cases.append(Case("damaged datasets", f"{name} {label}", call, hostile=not renamed))
     return cases
 
 

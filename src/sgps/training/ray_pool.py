@@ -72,8 +72,8 @@ PROBE_SECONDS = 5.0
 def connect(address: str | None = None) -> ModuleType:
     """Join the Ray cluster at `address`, or start a local instance (once per process); the `ray` module."""
     ray = require_ray()
+    _check_reachable(address)  # also in a process already joined to Ray: a bad address is an error either way
     if not ray.is_initialized():
-        _check_reachable(address)
         try:
             ray.init(address=address or None, include_dashboard=False, log_to_driver=False,
                      configure_logging=False)  # fmt: skip
