@@ -142,3 +142,28 @@ def test_a_search_process_that_dies_is_named():
         killing = type("KillingMethod", (), {"evaluator": lambda self: Killing(pool)})()
         with pytest.raises(RuntimeError, match="search process 0 stopped unexpectedly"):
             pool.search(killing, levels, budget=2000, epsilon=0.01, record_graph=False)
+
+
+@pytest.mark.parametrize("evaluator", ["per-process", "shared"])
+def test_sgps_test_with_search_processes_writes_the_in_process_record(tmp_path, capsys, evaluator):
+    """`sgps test --workers 2` splits each round over two processes; the record (bar timings) is the same."""
+    import csv
+
+    from sgps.cli import main
+    from sgps.domains import write_levels
+
+    domain = get_domain("tsp")
+    train, test = tmp_path / "train.txt", tmp_path / "test.txt"
+    write_levels(train, domain, [domain.generate(seed, size=8, cities=3) for seed in range(12)])
+    write_levels(test, domain, [domain.generate(seed, size=8, cities=3) for seed in range(100, 112)])
+    run = tmp_path / "run"
+    assert main(["train", "--problems", str(train), "--out", str(run), "--preset", "tiny", "--quiet", "--device", "cpu",
+                 "--max-iterations", "1", "--evaluator", evaluator]) == 0  # fmt: skip
+    records = []
+    for workers in ("1", "2"):
+        assert main(["test", str(run), "--problems", str(test), "--budget", "200", "--rounds", "3",
+                     "--workers", workers]) == 0  # fmt: skip
+        with open(run / "metrics" / "test-test.csv", newline="") as handle:
+            records.append([{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(handle)])
+    assert records[0] == records[1] and len(records[0]) > 12  # a second round searched the unsolved again
+    assert any(row["solved"] == "1" for row in records[0]) and any(row["solved"] == "0" for row in records[0])

@@ -258,6 +258,10 @@ def _add_test_command(commands: Any) -> None:
     test_cmd.add_argument("--checkpoint", default="best", help="best, last, or a checkpoint path (default: best)")
     test_cmd.add_argument("--gif", type=_path, metavar="DIR", help="animate each solved problem to DIR/NAME.gif")
     test_cmd.add_argument("--gif-limit", type=_int, metavar="N", help="with --gif: at most N GIFs (default: 20)")
+    test_cmd.add_argument(
+        "--workers", type=_int, metavar="N",
+        help="local search processes, each round's problems split between them (default 1: in this process)",
+    )  # fmt: skip
     _add_executor_options(test_cmd, "where the searches run: this process (default) or one Ray actor per CPU")
 
 
@@ -354,6 +358,7 @@ NEEDS: tuple[tuple[str, str, str, str, Any, str], ...] = (
     ("solve", "--weight", "weight", "algorithm", "wastar", "--algorithm wastar"),
     ("show", "--cell", "cell", "png", None, "--png FILE"),
     ("test", "--gif-limit", "gif_limit", "gif", None, "--gif DIR"),
+    ("test", "--workers", "workers", "executor", "local", "--executor local (Ray starts one actor per CPU)"),
     ("train", "--extra-problems", "extra_problems", "algorithm", "hips-eps", "--algorithm hips-eps"),
     *((command, "--ray-address", "ray_address", "executor", "ray", "--executor ray")
       for command in ("train", "test", "compare")),
@@ -618,7 +623,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
         summary = runner.test(args.run, args.problems, budget=args.budget, rounds=args.rounds,
                               checkpoint=args.checkpoint, executor=args.executor, ray_address=args.ray_address,
-                              progress=progress)  # fmt: skip
+                              progress=progress, workers=1 if args.workers is None else args.workers)  # fmt: skip
     print(summary.table_row())
     if args.gif is not None:
         limit = GIF_LIMIT if args.gif_limit is None else args.gif_limit

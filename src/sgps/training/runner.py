@@ -323,19 +323,27 @@ def test(
     executor: str = "local",
     ray_address: str | None = None,
     progress: TestProgress | None = None,
+    workers: int = 1,
 ) -> TestSummary:
     """Test a run's model (best, last or a checkpoint path) with budget doubling over `rounds`.
 
-    `executor`: ``local`` searches in this process; ``ray`` deals each round's problems to
-    one Ray actor per CPU of the cluster at `ray_address` (or of a local instance).
-    `progress`: told as each round's searches finish (`run_test`; local searches only).
+    `executor`: ``local`` searches in this process, or with `workers` > 1 in that many
+    local search processes (`local_pool`: around one shared evaluator where the run's
+    `run.evaluator` says so, else with a model copy each), each round's problems split
+    between them; ``ray`` deals each round's problems to one Ray actor per CPU of the
+    cluster at `ray_address` (or of a local instance). Where the searches run does not
+    change the record. `progress`: told as each round's searches finish (`run_test`;
+    in-process searches only).
     """
     if budget < 1 or rounds < 1:
         raise ConfigError("--budget and --rounds must be at least 1")
+    if workers < 1 or workers > MAX_TEST_WORKERS:
+        raise ConfigError(f"--workers must be from 1 to {MAX_TEST_WORKERS}, got {workers}")
     check_executor(executor)
     if hips.is_hips_run(run):
-        if executor != "local":
-            raise ConfigError(f"{run}: a {hips.ALGORITHM} run is tested in this process; drop --executor {executor}")
+        if executor != "local" or workers != 1:
+            where = f"--executor {executor}" if executor != "local" else f"--workers {workers}"
+            raise ConfigError(f"{run}: a {hips.ALGORITHM} run is tested in this process; drop {where}")
         return hips.test(run, problems, budget=budget, rounds=rounds, checkpoint=checkpoint_path(run, checkpoint),
                          progress=progress)  # fmt: skip
     config = load_run_config(run / "config.toml")
@@ -346,10 +354,14 @@ def test(
     model_file = checkpoint_path(run, checkpoint)
     method.load_model(model_file)
     evaluation_batch = config.search.evaluation_batch or default_evaluation_batch(pick_device(config.run.device).type)
+    config = dataclasses.replace(config, search=dataclasses.replace(config.search, evaluation_batch=evaluation_batch))
     with contextlib.ExitStack() as stack:
         search_batch = None
         if executor == "ray":
             pool = stack.enter_context(RaySearchPool(0, levels.domain, states[0], config, address=ray_address))
+            search_batch = functools.partial(_test_round, pool, method, config.bootstrap.epsilon, evaluation_batch)
+        elif workers > 1:
+            pool = stack.enter_context(local_pool(workers, levels.domain, states[0], method, config))
             search_batch = functools.partial(_test_round, pool, method, config.bootstrap.epsilon, evaluation_batch)
         return run_test(
             levels.domain,
@@ -373,6 +385,10 @@ def test(
             search_batch=search_batch,
             progress=progress,
         )
+
+
+#: Search processes `sgps test --workers` starts at most.
+MAX_TEST_WORKERS = 1024
 
 
 def _test_round(
