@@ -33,7 +33,7 @@ from sgps.training.config import TrainConfig, load_run_config, option_overrides
 from sgps.training.methods.hips import run as hips
 from sgps.training.runner import checkpoint_path
 from sgps.training.setup import FLAT_HEADS, build_method, pick_device, search_algorithm
-from sgps.training.testing import record_name
+from sgps.training.testing import record_name, record_path
 
 #: The devices `load` takes (`run.device`'s values).
 DEVICES = ("cpu", "cuda", "auto")
@@ -353,7 +353,7 @@ def animate_test_solutions(
     run = _path("run", run, "a run directory")
     problems, out = _path("problems", problems, "a level file or folder"), _path("out", out, "a folder")
     record = record_name(problems)
-    if not (run / "metrics" / f"{record}.csv").is_file():
+    if not record_path(run, problems).is_file():
         raise ConfigError(f"{run} has no test record of {problems}; run `sgps test` on it first")
     rows = [row for row in RunDirectory(run).read(record) if row["solved"] == "1"]
     chosen = sorted(rows, key=lambda row: int(row["problem"]))[:limit]

@@ -9,6 +9,7 @@ private 0600 of the temporary file.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import tempfile
@@ -90,3 +91,15 @@ def open_regular(
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_regular_text(path: str | Path, *, errors: str | None = None) -> str:
+    """The UTF-8 text of the regular file `path` (`open_regular`: a FIFO there is refused, not waited on)."""
+    with open_regular(path, errors=errors) as handle:
+        return handle.read()
+
+
+def file_sha256(path: str | Path) -> bytes:
+    """The SHA-256 digest of the regular file `path`'s bytes (`open_regular`)."""
+    with open_regular(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").digest()

@@ -33,6 +33,18 @@ def trajectory(domain: Domain[Any], start: Any, actions: Sequence[int]) -> list[
     return states
 
 
+def checked_trajectory(domain: Domain[Any], start: Any, actions: Sequence[int]) -> tuple[list[Any], str | None]:
+    """The states `actions` visit from `start`, and what makes them no solution (None when they are one).
+
+    The one replay every record of a solution goes through before it counts (test records,
+    dataset journals, dataset files): an action outside the domain's, or an end that is not a goal.
+    """
+    if any(not 0 <= action < domain.num_actions for action in actions):
+        return [start], f"an action outside 0..{domain.num_actions - 1}"
+    states = trajectory(domain, start, actions)
+    return states, None if domain.is_goal(states[-1]) else f"its actions do not reach a goal in {domain.name}"
+
+
 def frames(domain: Domain[Any], states: Sequence[Any], cell: int = 16) -> list[Image.Image]:
     """One captioned picture per state, `cell` pixels per grid cell."""
     last = len(states) - 1

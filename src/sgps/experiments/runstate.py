@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sgps.errors import CheckpointError
-from sgps.fileio import open_regular
+from sgps.fileio import open_regular, read_regular_text
 from sgps.models.checkpoint import weights_digest
 from sgps.training.methods.hips import run as hips
 from sgps.training.runner import checkpoint_path
@@ -76,7 +76,7 @@ def stop_reason(run: Path, state: dict[str, Any]) -> str:
     if state.get("stop_reason"):
         return str(state["stop_reason"])
     try:
-        lines = _read_text(run / "log.txt").splitlines()
+        lines = read_regular_text(run / "log.txt", errors="replace").splitlines()
     except FileNotFoundError:
         return ""
     for line in reversed(lines):
@@ -127,7 +127,7 @@ def made_with_other_weights(run: Path, test: str) -> bool:
 def journalled_attempts(run: Path, test: str) -> int:
     """Attempts journalled so far by the unfinished test of test set `test` (`sgps.training.testing.AttemptJournal`)."""
     try:
-        text = _read_text(journal_path(test_csv(run, test)))
+        text = read_regular_text(journal_path(test_csv(run, test)), errors="replace")
     except FileNotFoundError:
         return 0
     return max(text.count("\n") - 2, 0)  # the identity and the header; a cut last row has no newline yet
@@ -159,9 +159,3 @@ def last_row(path: Path) -> dict[str, str] | None:
     names = next(csv.reader([header.decode("utf-8", "replace")]))
     values = next(csv.reader([lines[-1]]))
     return dict(zip(names, values, strict=True)) if len(values) == len(names) else None
-
-
-def _read_text(path: Path) -> str:
-    """A run's text file, bad bytes replaced; a FIFO or device there is refused instead of waited on."""
-    with open_regular(path, errors="replace") as handle:
-        return handle.read()

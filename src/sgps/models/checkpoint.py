@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import stat
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,7 +24,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load, save
 
 from sgps.errors import CheckpointError
-from sgps.fileio import atomic_write_bytes
+from sgps.fileio import atomic_write_bytes, file_sha256
 from sgps.version import sgps_version
 
 ARCHITECTURE_KEY = "sgps.architecture"
@@ -87,11 +88,10 @@ def weights_digest(path: str | Path) -> str:
         recorded = _header_metadata(file).get(CHECKSUM_KEY, "")
     except ValueError as error:
         raise CheckpointError(f"{file}: not a readable sgps checkpoint ({error})") from None
-    if isinstance(recorded, str) and len(recorded) == 64 and all(c in "0123456789abcdef" for c in recorded):
+    if isinstance(recorded, str) and re.fullmatch(r"[0-9a-f]{64}", recorded):
         return recorded
     try:
-        with open(file, "rb") as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest()
+        return file_sha256(file).hex()
     except OSError as error:
         raise CheckpointError(f"{file}: cannot read the checkpoint ({error.strerror})") from None
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sgps.errors import CheckpointError, RunLockedError
-from sgps.fileio import atomic_write_text, open_regular
+from sgps.fileio import atomic_write_text, open_regular, read_regular_text
 
 SEARCH_COLUMNS = (
     "iteration", "batch", "problem", "solved", "expanded", "generated", "length", "budget", "seconds",
@@ -162,7 +162,7 @@ class RunDirectory:
     def log_lines(self) -> int:
         """Lines in log.txt (a checkpoint records them, so resuming can cut the log back too)."""
         try:
-            return len(_read_text(self.path / "log.txt").splitlines())
+            return len(read_regular_text(self.path / "log.txt").splitlines())
         except FileNotFoundError:
             return 0
 
@@ -170,7 +170,7 @@ class RunDirectory:
         """Cut log.txt back to its first `lines` lines."""
         file = self.path / "log.txt"
         if file.exists():
-            atomic_write_text(file, "".join(_read_text(file).splitlines(keepends=True)[:lines]))
+            atomic_write_text(file, "".join(read_regular_text(file).splitlines(keepends=True)[:lines]))
 
     def holds_a_run(self) -> bool:
         """Whether the folder already holds run files (a config, metrics or checkpoints)."""
@@ -218,12 +218,6 @@ class RunDirectory:
                 handle.seek(0)
                 handle.truncate()
                 fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _read_text(file: Path) -> str:
-    """The text of a run's own file, refusing a FIFO or device there instead of waiting on it."""
-    with open_regular(file) as handle:
-        return handle.read()
 
 
 def _row_problem(row: list[str], width: int, previous: tuple[int, int]) -> str | None:

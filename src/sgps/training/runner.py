@@ -39,7 +39,7 @@ from sgps.training.ray_pool import RaySearchPool, check_executor, cluster_cpus, 
 from sgps.training.rundir import RUN_FILES, RunDirectory, to_toml
 from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, pick_device, split_problems
 from sgps.training.tensorboard import TensorBoardLog, remove_run_events, require_tensorboard
-from sgps.training.testing import TestProgress, TestSummary, attempt_identity, record_name, run_test
+from sgps.training.testing import TestProgress, TestSummary, attempt_identity, record_path, run_test
 from sgps.version import sgps_version
 
 
@@ -372,7 +372,7 @@ def test(
             rounds=rounds,
             epsilon=config.bootstrap.epsilon,
             evaluation_batch=evaluation_batch,
-            csv_path=run / "metrics" / f"{record_name(problems)}.csv",
+            csv_path=record_path(run, problems),
             identity=attempt_identity(
                 model_file,
                 problems,

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from sgps.domains.animation import trajectory
+from sgps.domains.animation import checked_trajectory
 from sgps.domains.base import Domain
 from sgps.domains.levels import level_files
-from sgps.fileio import atomic_write_text, open_regular
+from sgps.fileio import atomic_write_text, file_sha256, open_regular, read_regular_text
 from sgps.search.children import ChildGenerator
 from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
@@ -136,10 +136,7 @@ def attempt_fault(
     if None in moves or len(moves) != length:
         return f"actions {actions!r} are not {length} action numbers"
     if domain is not None and start is not None:
-        if any(move >= domain.num_actions for move in moves):  # type: ignore[operator]
-            return f"an action outside 0..{domain.num_actions - 1}"
-        if not domain.is_goal(trajectory(domain, start, moves)[-1]):  # type: ignore[arg-type]
-            return f"its actions do not reach a goal in {domain.name}"
+        return checked_trajectory(domain, start, moves)[1]  # type: ignore[arg-type]
     return None
 
 
@@ -185,7 +182,7 @@ def attempt_identity(
     A journal of attempts (`AttemptJournal`) is resumed only by a test of the same identity.
     """
     digest = hashlib.sha256()
-    digest.update(_file_digest(checkpoint))
+    digest.update(file_sha256(checkpoint))
     digest.update(_level_set_digest(problems))
     digest.update(f"budget={budget};rounds={rounds};epsilon={epsilon!r}".encode())
     if evaluation_batch != 1:
@@ -193,20 +190,14 @@ def attempt_identity(
     return digest.hexdigest()
 
 
-def _file_digest(path: Path) -> bytes:
-    """The SHA-256 digest of a file's bytes."""
-    with open_regular(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").digest()
-
-
 def _level_set_digest(problems: Path) -> bytes:
     """A level file's digest, or for a folder (a level set too) one over its level files' names and digests."""
     files = level_files(problems)
     if files == [problems]:
-        return _file_digest(problems)
+        return file_sha256(problems)
     folder = hashlib.sha256()
     for file in files:
-        folder.update(file.name.encode() + b"\0" + _file_digest(file))
+        folder.update(file.name.encode() + b"\0" + file_sha256(file))
     return folder.digest()
 
 
@@ -214,6 +205,11 @@ def record_name(problems: Path) -> str:
     """The name of the record `sgps test` keeps of the level file or folder `problems` (RUN/metrics/NAME.csv):
     ``test-`` and the file's stem or the folder's name, ``.`` and ``..`` read as the folder they name."""
     return f"test-{Path(os.path.abspath(problems)).stem}"
+
+
+def record_path(run: Path, problems: Path) -> Path:
+    """Where `sgps test` writes the record of `problems` for the run in `run` (RUN/metrics/NAME.csv)."""
+    return run / "metrics" / f"{record_name(problems)}.csv"
 
 
 def journal_path(csv_path: Path) -> Path:
@@ -245,8 +241,7 @@ class AttemptJournal:
         journal holding only those."""
         kept: dict[tuple[int, int], list[str]] = {}
         try:
-            with open_regular(self.path) as handle:
-                lines = handle.read().split("\n")
+            lines = read_regular_text(self.path).split("\n")
         except (FileNotFoundError, UnicodeDecodeError):
             lines = []
         if lines[:2] == [f"# {self.identity}", ",".join(TEST_COLUMNS)]:

@@ -28,13 +28,13 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from sgps.domains.animation import trajectory
+from sgps.domains.animation import checked_trajectory, trajectory
 from sgps.domains.base import Domain
 from sgps.domains.levels import Level, states_digest
 from sgps.domains.registry import get_domain
 from sgps.domains.solver import default_state_cap, solve
 from sgps.errors import ConfigError, SgpsError
-from sgps.fileio import atomic_write_bytes, open_regular
+from sgps.fileio import atomic_write_bytes, open_regular, read_regular_text
 
 FORMAT = "sgps-hips-dataset-1"
 #: The arrays of a dataset file: how many dimensions each has and the numpy kinds of its values
@@ -182,8 +182,7 @@ def _read_journal(
     if not journal.exists() or journal.stat().st_size == 0:
         return {}
     try:
-        with open_regular(journal) as handle:
-            text = handle.read()
+        text = read_regular_text(journal)
     except UnicodeDecodeError as error:
         raise ConfigError(f"{journal}: not a dataset journal (byte {error.start} is not UTF-8)") from None
     complete = text[: text.rfind("\n") + 1]
@@ -239,11 +238,10 @@ def _entry_fault(entry: Any, domain: Domain[Any], levels: Sequence[Level], max_s
             return (f"level {index} ({level.name}): {entry['skipped']!r} is not a reason the dataset builder gives "
                     f"for it ({' or '.join(map(repr, reasons))})")  # fmt: skip
         return None
-    if any(not 0 <= action < domain.num_actions for action in actions):  # type: ignore[union-attr]
-        return f"not a finished level (level {index} has an action outside 0..{domain.num_actions - 1})"
-    if not domain.is_goal(trajectory(domain, level.state, actions)[-1]):  # type: ignore[arg-type]
-        return f"level {index} ({level.name}): its actions do not reach a goal in {domain.name}"
-    return None
+    fault = checked_trajectory(domain, level.state, actions)[1]  # type: ignore[arg-type]
+    if fault is not None and fault.startswith("an action outside"):
+        return f"not a finished level (level {index} has {fault})"
+    return None if fault is None else f"level {index} ({level.name}): {fault}"
 
 
 def _is_int(value: Any) -> bool:
@@ -312,12 +310,10 @@ def read_dataset(path: str | Path, domain_name: str | None = None) -> Dataset:
             start = domain.parse(fields)
         except SgpsError as error:
             raise ConfigError(f"{where}: its level does not parse ({error})") from None
-        if any(not 0 <= a < domain.num_actions for a in actions):
-            raise ConfigError(f"{where}: an action outside 0..{domain.num_actions - 1}")
-        states = tuple(trajectory(domain, start, actions))
-        if not domain.is_goal(states[-1]):
-            raise ConfigError(f"{where}: its actions do not reach a goal in {name}")
-        trajectories.append(Trajectory(str(names[k]), states, actions))
+        states, fault = checked_trajectory(domain, start, actions)
+        if fault is not None:
+            raise ConfigError(f"{where}: {fault}")
+        trajectories.append(Trajectory(str(names[k]), tuple(states), actions))
     return Dataset(domain, tuple(trajectories))
 
 

@@ -39,7 +39,7 @@ from sgps.training.methods.hips.search import HipsHeuristic, HybridChildren
 from sgps.training.rundir import RUN_FILES, RunDirectory
 from sgps.training.schema import InvalidSettingError, check_value, validate_section
 from sgps.training.setup import pick_device
-from sgps.training.testing import TestProgress, TestSummary, attempt_identity, record_name, run_test
+from sgps.training.testing import TestProgress, TestSummary, attempt_identity, record_path, run_test
 from sgps.version import sgps_version
 
 ALGORITHM = "hips-eps"
@@ -273,5 +273,5 @@ def test(
 
     identity = attempt_identity(checkpoint, problems, budget=budget, rounds=rounds, epsilon=settings.epsilon)
     return run_test(domain, states, algorithm, heuristic, budget=budget, rounds=rounds, children=children,
-                    csv_path=run / "metrics" / f"{record_name(problems)}.csv", identity=identity,
+                    csv_path=record_path(run, problems), identity=identity,
                     weights=weights_digest(checkpoint), progress=progress)  # fmt: skip
