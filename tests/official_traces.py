@@ -14,9 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sgps.domains.animation import trajectory
 from sgps.domains.boulderdash import PARAMETER_FIELDS, BoulderDash, DynamicState
-
-from traces import play
 
 TRACES = Path(__file__).parent / "data" / "boulderdash_official_traces.jsonl.gz"
 MILLION = 1_000_000
@@ -53,7 +52,7 @@ def ours(domain: BoulderDash, state: Any) -> dict[str, Any]:
 def replay(domain: BoulderDash, number: int, record: dict[str, Any]) -> list[str]:
     start = domain.parse(level_fields(record))
     assert isinstance(start, DynamicState)
-    states = play(domain, start, record["actions"])
+    states = trajectory(domain, start, record["actions"])
     observations = domain.observe(states)
     for t, (state, observation, expected) in enumerate(zip(states, observations, record["states"], strict=True)):
         got = ours(domain, state)

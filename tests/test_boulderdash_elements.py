@@ -16,13 +16,13 @@ import pytest
 from sgps.cli import main
 from sgps.domains import boulderdash as bd
 from sgps.domains import get_domain, read_levels, solve
+from sgps.domains.animation import trajectory
 from sgps.domains.boulderdash.drawing import SPRITE_OF_CODE, TEXT
 from sgps.domains.levels import format_level
 from sgps.errors import LevelFormatError
 
 from helpers import run
 from official_traces import level_fields, replay, trace_records
-from traces import play
 
 #: A 9x9 steel-bordered level: its 7x7 inside holds every code but the steel wall and agent in exit,
 #: with the agent (code 0) at the top left, and the agent in exit replaced by an agent.
@@ -194,7 +194,7 @@ def test_may_reach_accepts_every_later_state_of_the_official_traces():
     domain = get_domain("boulderdash")
     rejected_somewhere = False
     for record in trace_records()[::3]:
-        observations = domain.observe(play(domain, domain.parse(level_fields(record)), record["actions"]))
+        observations = domain.observe(trajectory(domain, domain.parse(level_fields(record)), record["actions"]))
         for i in range(0, len(observations), 7):
             later = observations[i:]
             earlier = np.repeat(observations[i : i + 1], len(later), axis=0)

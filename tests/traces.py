@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sgps.domains.animation import trajectory
 from sgps.domains.base import Domain
 from sgps.domains.boulderdash import BoulderDash
 from sgps.domains.boxworld import NO_KEY, BoxWorld
@@ -101,17 +102,9 @@ def mismatches(domain: Domain[Any], state: Any, observation: Any, record: dict[s
     return problems
 
 
-def play(domain: Domain[Any], state: Any, actions: list[int]) -> list[Any]:
-    """`state` and the state after each of `actions`."""
-    states = [state]
-    for action in actions:
-        states.append(domain.step(states[-1], action))
-    return states
-
-
 def replay(domain: Domain[Any], record: dict[str, Any]) -> list[str]:
     """Replay a walk or solution record; the first differences found, with their step."""
-    states = play(domain, parse_level(domain, record["level"]), record["actions"])
+    states = trajectory(domain, parse_level(domain, record["level"]), record["actions"])
     observations = domain.observe(states)
     for t, (state, observation, expected) in enumerate(zip(states, observations, record["states"], strict=True)):
         problems = mismatches(domain, state, observation, expected)

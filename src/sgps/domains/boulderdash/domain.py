@@ -47,6 +47,7 @@ from sgps.domains.base import (
     Domain,
     check_codes,
     check_probability,
+    count_exactly,
     manhattan,
     one_hot,
     split_level,
@@ -65,6 +66,7 @@ from sgps.domains.boulderdash.elements import (
     EXIT_CLOSED,
     EXIT_OPEN,
     EXPLOSION,
+    GATE_OF_KEY,
     KEYS,
     NUM_CHANNELS,
     NUM_CODES,
@@ -98,7 +100,6 @@ _OPEN_GATES = frozenset(OPEN_GATES)
 _WALKABLE = frozenset({EMPTY, DIRT})
 _LANDABLE = frozenset({EMPTY, DIRT, DIAMOND, EXIT_OPEN, *KEYS})
 _DIAMONDS = frozenset({DIAMOND, DIAMOND_FALLING})
-_KEY_GATE = {key: (closed, opened) for key, closed, opened in zip(KEYS, CLOSED_GATES, OPEN_GATES, strict=True)}
 _ENTERABLE = _WALKABLE | _DIAMONDS | frozenset(KEYS) | {EXIT_OPEN}
 _DIRT_TO_EMPTY = bytes.maketrans(bytes([DIRT]), bytes([EMPTY]))
 
@@ -160,9 +161,7 @@ def rules_from_fields(required: int, fields: Sequence[int]) -> Rules:
 
 def make_state(cells: Sequence[int], rows: int, cols: int, rules: Rules) -> BoulderDashState:
     """The initial state: a fast-path state for the paper's elements with the default parameters."""
-    agents = [i for i, code in enumerate(cells) if code in _ALIVE]
-    if len(agents) != 1:
-        raise LevelFormatError(f"a level needs exactly 1 agent (code 0 or 9), found {len(agents)}")
+    agents = count_exactly(cells, set(_ALIVE), 1, "agent (code 0 or 9)")
     if rules == Rules(rules.gems_required) and STATIC_CODES.issuperset(cells):
         available = sum(code in _DIAMONDS for code in cells)
         if rules.gems_required > available:
@@ -244,8 +243,8 @@ class BoulderDash(Domain[BoulderDashState]):
             new[agent] = EMPTY
             if code in _DIAMONDS:
                 gems += 1
-            elif code in _KEY_GATE:
-                closed, opened_gate = _KEY_GATE[code]
+            elif code in GATE_OF_KEY:
+                closed, opened_gate = GATE_OF_KEY[code]
                 new = new.replace(bytes([closed]), bytes([opened_gate]))
             new[target] = AGENT_IN_EXIT if code == EXIT_OPEN else AGENT
         elif DIAMOND_FALLING in grid:
@@ -294,10 +293,11 @@ class BoulderDash(Domain[BoulderDashState]):
         keeps the first set. Channels are the visible ones (`VISIBLE_CHANNEL`).
         """
         moving = _shows_moving_elements(starts)
-        paper = _paper_invariants(starts, goals)
         if not moving.any():
-            return paper
-        return np.where(moving, _creation_free_invariants(starts, goals), paper)
+            return _paper_invariants(starts, goals)
+        if moving.all():
+            return _creation_free_invariants(starts, goals)
+        return np.where(moving, _creation_free_invariants(starts, goals), _paper_invariants(starts, goals))
 
     def heuristic(self, state: BoulderDashState) -> float:
         """Admissible: each action moves at most two cells (a gate jump) and collects at most one diamond."""

@@ -31,6 +31,8 @@ COLOUR_NAMES = ("red", "blue", "green", "yellow")
 CLOSED_GATES = (27, 30, 33, 36)
 OPEN_GATES = (28, 31, 34, 37)
 KEYS = (29, 32, 35, 38)
+#: Key -> (its colour's closed gate, open gate): collecting the key opens the closed gates for good.
+GATE_OF_KEY = {key: (closed, opened) for key, closed, opened in zip(KEYS, CLOSED_GATES, OPEN_GATES, strict=True)}
 NUT, NUT_FALLING, BOMB, BOMB_FALLING = 39, 40, 41, 42
 #: Oranges, one code per heading (up, left, down, right).
 ORANGES = (43, 44, 45, 46)

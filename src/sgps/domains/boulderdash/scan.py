@@ -28,7 +28,6 @@ from sgps.domains.boulderdash.elements import (
     BOMB_FALLING,
     BUTTERFLIES,
     CAN_EXPLODE,
-    CLOSED_GATES,
     CONSUMABLE,
     DIAMOND,
     DIAMOND_FALLING,
@@ -40,7 +39,7 @@ from sgps.domains.boulderdash.elements import (
     EXPLOSION_DIAMOND,
     EXPLOSION_STONE,
     FIREFLIES,
-    KEYS,
+    GATE_OF_KEY,
     MAGIC_DORMANT,
     MAGIC_EXPIRED,
     MAGIC_ON,
@@ -127,7 +126,6 @@ _ORANGE_OF = dict(zip((UP, LEFT, DOWN, RIGHT), ORANGES, strict=True))
 _HEADING = {code: d for table in (_FIREFLY_OF, _BUTTERFLY_OF, _ORANGE_OF) for d, code in table.items()}
 _FALLING_OF = {STONE: STONE_FALLING, NUT: NUT_FALLING, BOMB: BOMB_FALLING}
 _AFTER_EXPLOSION = {EXPLOSION_DIAMOND: DIAMOND, EXPLOSION_STONE: STONE, EXPLOSION: EMPTY}
-_GATE_OF_KEY = {key: (closed, opened) for key, closed, opened in zip(KEYS, CLOSED_GATES, OPEN_GATES, strict=True)}
 _MAGIC = (MAGIC_DORMANT, MAGIC_ON)
 
 
@@ -228,7 +226,7 @@ class Scan:
                 yield r * self.cols + c, blast
 
     def open_gates(self, key: int) -> None:
-        closed, opened = _GATE_OF_KEY[key]
+        closed, opened = GATE_OF_KEY[key]
         index = self.grid.find(closed)
         while index >= 0:
             self.put(index, opened)
@@ -251,7 +249,7 @@ class Scan:
         elif action in (LEFT, RIGHT) and PROPERTIES[code] & PUSHABLE:
             self.push(target, action, code)
             return
-        elif code in _GATE_OF_KEY:
+        elif code in GATE_OF_KEY:
             self.open_gates(code)
             self.move(agent, target)
         elif code in OPEN_GATES:
@@ -292,7 +290,7 @@ class Scan:
         code = self.grid[land]
         if code == DIAMOND:
             self.gems += 1
-        elif code in _GATE_OF_KEY:
+        elif code in GATE_OF_KEY:
             self.open_gates(code)
         self.put(land, AGENT_IN_EXIT if code == EXIT_OPEN else AGENT)
         self.put(self.agent, EMPTY)
