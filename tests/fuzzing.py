@@ -195,6 +195,11 @@ def option_cases(space: Workspace) -> list[Case]:
             for bad in HOSTILE_VALUES[typed]:
                 argv = [*base, "--algorithm", option.algorithms[-1], option_flag(name), bad]
                 cases.append(Case("options per algorithm", f"{option_flag(name)} {bad!r}", _cli(argv)))
+    test = space.fill("test {run} --problems {levels}", "")
+    for bad in [*HOSTILE_VALUES["int"], "0", "100000"]:
+        cases.append(Case("options per algorithm", f"test --workers {bad!r}", _cli([*test, "--workers", bad])))
+    cases.append(Case("options per algorithm", "test --workers 2 --executor ray",
+                      _cli([*test, "--workers", "2", "--executor", "ray"])))  # fmt: skip
     return cases
 
 
