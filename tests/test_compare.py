@@ -82,6 +82,17 @@ def test_runs_get_the_planned_threads_and_search_in_their_own_process(smoke):
     assert "train" in command and "--threads 1" in command and "--workers 1" in command
 
 
+def test_a_runs_tests_spread_its_threads_over_search_processes_with_the_same_record(smoke, tmp_path, capsys):
+    out = tmp_path / "comparison"
+    shutil.copytree(smoke, out)
+    run = out / "runs" / "phs-sg-s0"
+    (run / "metrics" / "test-test.csv").unlink()
+    assert main(["compare", str(SMOKE_CONFIG), "--out", str(out), "--threads", "2", "--jobs", "1"]) == 0
+    log = (out / "logs" / "phs-sg-s0.log").read_text()
+    assert [line for line in log.splitlines() if " test " in line and "--workers 2" in line]
+    assert rows_without_time(run, "test-test") == rows_without_time(smoke / "runs" / "phs-sg-s0", "test-test")
+
+
 # -- resuming -----------------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ from sgps.cli import main
 from sgps.domains import get_domain
 from sgps.domains.levels import write_levels
 from sgps.errors import ConfigError
-from sgps.models.precision import evaluation_precision
+from sgps.models.precision import number_format
 from sgps.search import search_lockstep
 from sgps.training.config import load_run_config, resolve_config
 from sgps.training.setup import build_method
@@ -37,12 +37,14 @@ def test_a_run_written_before_the_evaluation_settings_loads_with_their_old_behav
     config = resolve_config("tiny", overrides={"search": {"precision": "bfloat16", "evaluation_batch": 8}})
     text = "\n".join(f"[{section}]\n" + "\n".join(f"{key} = {value!r}".replace("'", '"').replace("True", "true")
                                                    .replace("False", "false") for key, value in entries.items()
-                                                   if key not in ("precision", "evaluation_batch", "evaluator"))
+                                                   if key not in ("precision", "evaluation_batch", "evaluator",
+                                                                  "tree_rng"))
                      for section, entries in config.as_dict().items())  # fmt: skip
     file = tmp_path / "config.toml"
     file.write_text(text + "\n")
     loaded = load_run_config(file)
     assert (loaded.search.precision, loaded.search.evaluation_batch, loaded.run.evaluator) == ("float32", 1, "auto")
+    assert (loaded.learner.precision, loaded.subgoal.tree_rng) == ("float32", "batch")
 
 
 def test_tf32_is_float32_on_a_cpu_and_bfloat16_stays_close():
@@ -57,7 +59,7 @@ def test_tf32_is_float32_on_a_cpu_and_bfloat16_stays_close():
     np.testing.assert_array_equal(answers["tf32"][0], answers["float32"][0])
     np.testing.assert_allclose(np.exp(answers["bfloat16"][0]), np.exp(answers["float32"][0]), atol=0.05)
     np.testing.assert_allclose(answers["bfloat16"][1], answers["float32"][1], atol=0.1, rtol=0.05)
-    with pytest.raises(ValueError, match="precision must be one of"), evaluation_precision(torch.device("cpu"), "x"):
+    with pytest.raises(ValueError, match="precision must be one of"), number_format(torch.device("cpu"), "x"):
         pass
 
 
@@ -140,7 +142,7 @@ def test_gpu_tf32_switches_are_set_inside_and_restored_after(precision):
 
     switches = _tf32_switches()
     before = [getattr(owner, name) for owner, name, _, _ in switches]
-    with evaluation_precision(torch.device("cuda"), precision):  # flags only: no GPU needed
+    with number_format(torch.device("cuda"), precision):  # flags only: no GPU needed
         inside = [getattr(owner, name) for owner, name, _, _ in switches]
     assert inside == [on if precision == "tf32" else off for _, _, on, off in switches]
     assert [getattr(owner, name) for owner, name, _, _ in switches] == before

@@ -234,7 +234,8 @@ def test_a_fifo_as_the_dataset_journal_is_refused_not_waited_on(tmp_path, levels
 OPTION_VALUES = {
     "algorithm": None, "device": "cpu", "workers": "1", "evaluator": "auto", "tensorboard": "tb", "seed": "3",
     "max_iterations": "2", "time_limit": "1", "levin_plus_one": None, "duplicates": "eager",
-    "evaluation_batch": "1", "precision": "float32", "loss": "levin", "failed_trees": None, "codebook_size": "3",
+    "evaluation_batch": "1", "precision": "float32", "learning_precision": "float32", "loss": "levin",
+    "failed_trees": None, "codebook_size": "3",
     "cluster_level": "1", "conditioning": "code-vector", "codebook": "restart", "mixture": "geometric",
 }  # fmt: skip
 

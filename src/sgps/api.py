@@ -268,6 +268,7 @@ def train(
     evaluator: str | None = None,
     evaluation_batch: int | None = None,
     precision: str | None = None,
+    learning_precision: str | None = None,
     max_iterations: int | None = None,
     time_limit: float | None = None,
     failed_trees: bool | None = None,
@@ -305,6 +306,7 @@ def train(
     overrides = option_overrides({
         "algorithm": algorithm, "device": device, "workers": workers, "seed": seed, "evaluator": evaluator,
         "evaluation_batch": evaluation_batch, "precision": precision,
+        "learning_precision": learning_precision,
         "tensorboard": None if tensorboard is None else str(tensorboard),
         "max_iterations": max_iterations, "time_limit": time_limit, "failed_trees": failed_trees,
         "codebook_size": codebook_size, "cluster_level": cluster_level, "conditioning": conditioning,

@@ -203,6 +203,10 @@ def _add_train_command(commands: Any) -> None:
     train_cmd.add_argument(
         "--precision", choices=PRECISIONS, help="number format of search evaluations (default: float32)"
     )
+    train_cmd.add_argument(
+        "--learning-precision", choices=PRECISIONS,
+        help="number format of the learning step's arithmetic; weights stay float32 (default: float32)",
+    )  # fmt: skip
     train_cmd.add_argument("--max-iterations", type=_int, help="passes over the training problems")
     train_cmd.add_argument("--time-limit", type=_float, metavar="MIN", help="wall-clock limit in minutes")
     train_cmd.add_argument(

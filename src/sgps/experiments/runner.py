@@ -5,9 +5,10 @@ are isolated from one another and can be killed; then ``sgps test`` runs on each
 set. A launcher (`sgps.experiments.launchers`) starts those commands: as child processes
 here, or as Ray tasks on a cluster's nodes.
 At most `jobs` runs go at once, each with `threads` torch/OpenMP threads: the child
-gets ``--threads`` and OMP_NUM_THREADS / MKL_NUM_THREADS, and searches in its own
+gets ``--threads`` and OMP_NUM_THREADS / MKL_NUM_THREADS, and trains in its own
 process (``--workers 1``), so the comparison never asks for more threads than cores
-(`concurrency.plan_concurrency`).
+(`concurrency.plan_concurrency`); a run's tests spread its threads over as many search
+processes of one thread (``sgps test --workers``), which leaves the records unchanged.
 
 A run steps through: train (fresh, or ``--resume`` after an interruption), then the
 test sets whose CSV is missing or was made with other weights than the run's now (the run
@@ -197,8 +198,13 @@ class Scheduler:
                 "--seed", str(job.run.seed), "--threads", str(self.concurrency.threads), "--overwrite"]  # fmt: skip
 
     def _test_command(self, job: Job, test: TestSet) -> list[str]:
-        return [*self.prefix, "test", str(job.path), "--problems", str(self.files.tests[test.name]),
-                "--budget", str(test.budget), "--rounds", str(test.rounds)]  # fmt: skip
+        """`sgps test` with the job's threads as search processes (one thread each; the record is the
+        same as in one process), except for HIPS-ε, which tests in its own process."""
+        command = [*self.prefix, "test", str(job.path), "--problems", str(self.files.tests[test.name]),
+                   "--budget", str(test.budget), "--rounds", str(test.rounds)]  # fmt: skip
+        if job.run.config is not None and self.concurrency.threads > 1:
+            command += ["--workers", str(self.concurrency.threads)]
+        return command
 
     # -- display ------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import torch
 from sgps.domains.base import Domain
 from sgps.models.checkpoint import device_of
 from sgps.models.flat import FlatNetwork
-from sgps.models.precision import evaluation_precision
+from sgps.models.precision import number_format
 from sgps.models.subgoal import SubgoalModel
 
 Answers = tuple[np.ndarray | None, np.ndarray | None]
@@ -49,7 +49,7 @@ class _ModelEvaluator:
         tensor = torch.from_numpy(observations).to(self.device)
         if self.module.training:
             self.module.eval()
-        with torch.inference_mode(), evaluation_precision(self.device, self.precision):
+        with torch.inference_mode(), number_format(self.device, self.precision):
             return self._answers(tensor)
 
     def _answers(self, observations: torch.Tensor) -> Answers:

@@ -1,4 +1,5 @@
-"""The number format of search evaluations (`search.precision`); learning always runs in float32.
+"""The number format of network computations: search evaluations (`search.precision`) and
+learning steps (`learner.precision`).
 
 - ``float32``: exact single precision everywhere (on a GPU, TF32 tensor cores are switched
   off for the evaluation, so a GPU and a CPU compute the same function up to rounding);
@@ -9,6 +10,8 @@
 
 Anything other than float32 changes the numbers the search sees, and so may change the
 order of expansions: docs/training.md ("Evaluation precision") records the measured effect.
+In a learning step the weights, the optimiser and the losses' reductions stay float32 (autocast
+casts only the arithmetic); docs/training.md ("Learning precision") records what it changes.
 """
 
 from __future__ import annotations
@@ -23,8 +26,13 @@ PRECISIONS = ("float32", "tf32", "bfloat16")
 
 
 @contextlib.contextmanager
-def evaluation_precision(device: torch.device, precision: str) -> Iterator[None]:
-    """Evaluate inside this block in `precision` on `device` (flags restored on exit)."""
+def number_format(device: torch.device, precision: str) -> Iterator[None]:
+    """Compute inside this block in `precision` on `device` (flags restored on exit).
+
+    Enter it around each forward computation, not around optimiser steps: autocast keeps
+    its bf16 copies of the weights until the outermost block exits, so a block spanning
+    an update would go on computing with the weights from before it.
+    """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     if precision == "bfloat16":

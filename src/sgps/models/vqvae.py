@@ -168,8 +168,9 @@ class VQVAE(nn.Module):
     def encode(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """z_e [B, D] of each (state, target) pair (standardised over the batch with the ``standardised`` codebook)."""
         features = self.encoder(torch.cat([states, targets], dim=1))
-        encodings = self.to_code(features.mean(dim=(2, 3)))
-        return encodings if self.standardise is None else self.standardise(encodings)
+        with torch.autocast(features.device.type, enabled=False):  # codes are picked in float32
+            encodings = self.to_code(features.float().mean(dim=(2, 3)))
+            return encodings if self.standardise is None else self.standardise(encodings)
 
     def decode(self, states: torch.Tensor, code_vectors: torch.Tensor) -> torch.Tensor:
         """Per-cell channel logits [B, C, H, W] of the subgoal that `code_vectors` [B, D] name for `states`."""

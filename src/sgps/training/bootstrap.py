@@ -42,12 +42,35 @@ from sgps.training.rundir import RunDirectory
 from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
 
 
+class ResultDigest(Protocol):
+    """What a method draws from each search of a training batch, right where the search ran.
+
+    A pool's worker applies it to its share's results before sending them back, so that
+    the draw travels instead of the search graph, and the drawing is done by many processes
+    at once rather than by the training process alone; without a pool the loop applies it
+    itself. Its draws depend only on each search and on the search's place in the batch,
+    so where it runs does not change them.
+    """
+
+    def part(self, start: int, step: int) -> ResultDigest:
+        """The digest of the batch's searches start, start + step, ... (a share of `pool.deal`)."""
+        ...
+
+    def __call__(self, results: list[SearchResult]) -> list[SearchResult]:
+        """`results` (of this digest's searches, in order), each with its draw and without its graph."""
+        ...
+
+
 class Method(Protocol):
     """What the loop needs from a learning method (flat baselines, the subgoal policy, ...)."""
 
     algorithm: Algorithm
     needs_graphs: bool  # whether `learn` wants the search graphs of failed searches
     report_columns: tuple[str, ...]  # the keys of what `learn` reports (metrics/learning.csv)
+
+    def result_digest(self, iteration: int, batch: int, count: int) -> ResultDigest | None:
+        """The digest of training batch `batch` of pass `iteration`, `count` searches; None: none."""
+        ...
 
     def evaluator(self) -> ObservationEvaluator:
         """The evaluator of training and validation searches."""
@@ -126,12 +149,13 @@ class BatchSearcher(Protocol):
     with every batch, a pool around a shared evaluator evaluates with the method's own
     evaluator. The results come back in the order of `levels`. `batch_size` is each
     search's evaluation batch (1: exact order); `test` searches with the method's test
-    evaluator (the test procedure uses it; the loop never does).
+    evaluator (the test procedure uses it; the loop never does); `digest` is applied to
+    the results where they were searched.
     """
 
     def search(
         self, method: Method, levels: Sequence[Any], *, budget: int, epsilon: float, record_graph: bool,
-        batch_size: int = 1, test: bool = False,
+        batch_size: int = 1, test: bool = False, digest: ResultDigest | None = None,
     ) -> list[SearchResult]: ...  # fmt: skip
 
 
@@ -324,7 +348,8 @@ class Bootstrap:
     def _train_batch(self, batch: int, started: float) -> None:
         state, config = self.state, self.config
         ids = state.order[batch * config.batch_size : (batch + 1) * config.batch_size]
-        results = self._search([self.train[i] for i in ids], state.train_budget, self.method.needs_graphs)
+        digest = self.method.result_digest(state.iteration, batch, len(ids))
+        results = self._search([self.train[i] for i in ids], state.train_budget, self.method.needs_graphs, digest)
         self.run_dir.append("train", self._rows(ids, results, batch, state.train_budget))
         for problem, result in zip(ids, results, strict=True):
             state.cumulative_expansions += result.expanded
@@ -417,11 +442,14 @@ class Bootstrap:
         )
         return solved, total_length
 
-    def _search(self, levels: Sequence[Any], budget: int, record_graph: bool) -> list[SearchResult]:
+    def _search(
+        self, levels: Sequence[Any], budget: int, record_graph: bool, digest: ResultDigest | None = None
+    ) -> list[SearchResult]:
         if self.pool is not None:
             return self.pool.search(self.method, levels, budget=budget, epsilon=self.config.epsilon,
-                                    record_graph=record_graph, batch_size=self.evaluation_batch)  # fmt: skip
-        return search_lockstep(
+                                    record_graph=record_graph, batch_size=self.evaluation_batch,
+                                    digest=digest)  # fmt: skip
+        results = search_lockstep(
             self.domain,
             levels,
             self.method.algorithm,
@@ -431,6 +459,7 @@ class Bootstrap:
             batch_size=self.evaluation_batch,
             record_graph=record_graph,
         )
+        return results if digest is None else digest(results)
 
     def _rows(self, ids: Sequence[int], results: Sequence[SearchResult], batch: int, budget: int) -> list[dict]:
         return [

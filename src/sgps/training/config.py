@@ -47,7 +47,7 @@ class SearchSettings:
     #: k > 1 the reference's buffered order (its trainer's `inference_batch_size`, 32); 0 picks
     #: by device when a run starts (`sgps.training.runner.default_evaluation_batch`).
     evaluation_batch: int = 0
-    precision: str = "float32"  # of search evaluations (`sgps.models.precision`); learning stays float32
+    precision: str = "float32"  # of search evaluations (`sgps.models.precision`); learning: learner.precision
 
 
 @dataclass(frozen=True)
@@ -169,6 +169,7 @@ TRAIN_OPTIONS: dict[str, TrainOption] = {
     "evaluation_batch": TrainOption("search", "evaluation_batch"),
     "precision": TrainOption("search", "precision"),
     "loss": TrainOption("learner", "loss", _POLICIES),
+    "learning_precision": TrainOption("learner", "precision"),
     "failed_trees": TrainOption("subgoal", "failed_trees", _SUBGOAL, "--no-failed-trees"),
     "codebook_size": TrainOption("subgoal", "codebook_size", _SUBGOAL),
     "cluster_level": TrainOption("subgoal", "cluster_level", _SUBGOAL),
@@ -255,7 +256,8 @@ def resolve_config(
 
 #: Settings added after runs were first written, with the value a run started before them
 #: behaves as (it neither probed π_low nor logged to TensorBoard, the probe changes no
-#: training, and it searched in exact order in float32): a run's config.toml without them
+#: training, and it searched in exact order, learned in float32 and drew its failed trees
+#: from one stream per batch): a run's config.toml without them
 #: is complete and takes these values.
 LATER_SETTINGS: dict[tuple[str, str], Any] = {
     ("subgoal", "probe_pairs"): 16,
@@ -263,6 +265,8 @@ LATER_SETTINGS: dict[tuple[str, str], Any] = {
     ("run", "evaluator"): "auto",
     ("search", "evaluation_batch"): 1,
     ("search", "precision"): "float32",
+    ("learner", "precision"): "float32",
+    ("subgoal", "tree_rng"): "batch",
 }
 
 

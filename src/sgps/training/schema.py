@@ -41,6 +41,7 @@ from sgps.search.shared import EVALUATOR_PLACES
 from sgps.training.budget import SCHEDULES
 from sgps.training.methods.flat.samples import LOSSES
 from sgps.training.methods.subgoal.clustering import HIERARCHIES
+from sgps.training.methods.subgoal.digest import TREE_RNGS
 from sgps.training.methods.subgoal.learner import current_spelling
 from sgps.training.methods.subgoal.samples import SEGMENTATIONS, SUBGOAL_TARGETS
 
@@ -134,6 +135,7 @@ RULES: dict[str, dict[str, Any]] = {
         "epochs": COUNT,
         "minibatch": COUNT,
         "loss": _choice(LOSSES),
+        "precision": _choice(PRECISIONS),
     },
     "bootstrap": {
         "seed": _integer(0, MAX_SEED),
@@ -169,6 +171,7 @@ RULES: dict[str, dict[str, Any]] = {
         "exhausted_trees": FLAG,
         "normalise_low_weights": FLAG,
         "hierarchy": _choice(HIERARCHIES, renamed="hierarchy"),
+        "tree_rng": _choice(TREE_RNGS),
         "cluster_level": _integer(0, note=" (0: the rule ⌊L/2⌋-1)"),
         "resolution": _number(0.0),
         "pairs_per_tree": COUNT,

@@ -20,6 +20,7 @@ from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
 from sgps.models.evaluator import NetworkEvaluator
 from sgps.models.flat import FlatNetwork
 from sgps.models.losses import heuristic_loss, levin_loss
+from sgps.models.precision import number_format
 from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
 from sgps.training.methods.flat.samples import PathSamples, solution_samples
@@ -34,6 +35,15 @@ class LearnerConfig:
     epochs: int = 10
     minibatch: int = 256
     loss: str = "levin"  # the policy's weighting: levin or improved-levin (spec 2.2)
+    #: Number format of the learning step's arithmetic (`sgps.models.precision`); the weights
+    #: and the optimiser stay float32 (docs/training.md, "Learning precision").
+    precision: str = "float32"
+
+
+def mean_loss(losses: Sequence[torch.Tensor]) -> float:
+    """The mean of an update's minibatch losses, read from the device once at the end: reading
+    each as it comes would make the CPU wait for the GPU after every minibatch."""
+    return sum(torch.stack(losses).tolist()) / len(losses)
 
 
 class FlatLearner:
@@ -73,11 +83,12 @@ class FlatLearner:
             for start in range(0, len(samples), self.config.minibatch):
                 index = order[start : start + self.config.minibatch]
                 self.optimizer.zero_grad()
-                loss = self.loss({name: tensor[index] for name, tensor in tensors.items()})
+                with number_format(device, self.config.precision):
+                    loss = self.loss({name: tensor[index] for name, tensor in tensors.items()})
                 loss.backward()
                 self.optimizer.step()
-                losses.append(loss.item())
-        return sum(losses) / len(losses)
+                losses.append(loss.detach())
+        return mean_loss(losses)
 
 
 class FlatMethod:
@@ -96,6 +107,10 @@ class FlatMethod:
         self.algorithm = algorithm
         self.learner = learner
         self._evaluator = NetworkEvaluator(domain, learner.network, precision=precision)
+
+    def result_digest(self, iteration: int, batch: int, count: int) -> None:
+        """Nothing to draw from the searches where they run: the flat methods learn from solutions only."""
+        return None
 
     def evaluator(self) -> NetworkEvaluator:
         return self._evaluator

@@ -13,11 +13,13 @@ with its own Adam optimiser, over this batch's samples only:
 The VQ-VAE goes first, so the code labels of π_hi and the codes π_low is conditioned
 on come from the updated generator (evaluation mode, no gradient). A network with
 no samples is skipped. Losses are the Levin-weighted cross-entropies of the paper
-(weight n = expansions of the search the sample came from).
+(weight n = expansions of the search the sample came from). Every network computation
+of the step, the probe and the code labels included, runs in `learner.precision`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -32,11 +34,13 @@ from sgps.domains.base import Domain
 from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
 from sgps.models.evaluator import SubgoalEvaluator
 from sgps.models.losses import levin_loss
+from sgps.models.precision import number_format
 from sgps.models.subgoal import SubgoalModel, SubgoalModelConfig
 from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
-from sgps.training.methods.flat.learner import FlatLearner, LearnerConfig
+from sgps.training.methods.flat.learner import FlatLearner, LearnerConfig, mean_loss
 from sgps.training.methods.flat.samples import solution_samples
+from sgps.training.methods.subgoal.digest import TreeDigest, search_seeds
 from sgps.training.methods.subgoal.probe import PROBE_COLUMNS, probe_low_policy
 from sgps.training.methods.subgoal.samples import (
     HighRows,
@@ -101,6 +105,10 @@ class SubgoalSettings:
     exhausted_trees: bool = False  # also cluster the graphs of searches that ran out of states
     normalise_low_weights: bool = False  # divide π_low's Levin weights by their minibatch mean
     hierarchy: str = "reference"
+    #: The random stream of the failed trees' clustering and pair draws: "batch" (one for the
+    #: whole batch, in the training process: the reference's) or "per-search" (one per search,
+    #: drawn in the process that searched it: `sgps.training.methods.subgoal.digest`).
+    tree_rng: str = "batch"
     cluster_level: int = 0  # 0: the rule ⌊L/2⌋ - 1 over the L levels of each tree
     resolution: float = 1.0
     pairs_per_tree: int = 5
@@ -175,6 +183,10 @@ class SubgoalLearner:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    def computing(self) -> contextlib.AbstractContextManager[None]:
+        """The number format of the learning step's network computations (`learner.precision`)."""
+        return number_format(self.device, self.config.precision)
+
     def update(self, samples: SubgoalSamples | None, results: Sequence[SearchResult], domain: Domain[Any]) -> dict:
         """One Bootstrap update: the mean minibatch loss of each network (None when skipped) and diagnostics.
 
@@ -189,14 +201,16 @@ class SubgoalLearner:
                                   "codes_used": None, "code_perplexity": None, "code_counts": None,
                                   "high_entropy": None, **dict.fromkeys(PROBE_COLUMNS)}  # fmt: skip
         if samples is not None:
-            report.update(probe_low_policy(self.model, domain, samples, self.settings.probe_pairs, self.device))
+            with self.computing():
+                report.update(probe_low_policy(self.model, domain, samples, self.settings.probe_pairs, self.device))
             observations = torch.from_numpy(samples.observations).to(self.device)
             report["loss_vqvae"] = self._train_vqvae(observations, samples.vq)
             self.model.vqvae.eval()
             report["loss_high"] = self._train_high(observations, samples.high)
             report["loss_low"] = self._train_low(observations, samples.low)
             report.update(self._code_usage(observations, samples.vq))
-            report["high_entropy"] = self._high_entropy(observations, samples.high)
+            with self.computing():
+                report["high_entropy"] = self._high_entropy(observations, samples.high)
         report["loss_unconditional"] = self.unconditional.update(solution_samples(domain, results, self.config.loss))
         self.model.eval()  # the state the evaluator expects
         return report
@@ -268,10 +282,11 @@ class SubgoalLearner:
     def codes(self, observations: torch.Tensor, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """The VQ-VAE code of each (state, target) row pair, in chunks, evaluation mode."""
         self.model.vqvae.eval()
-        chunks = [
-            self.model.vqvae.code(observations[states[i : i + 1024]], observations[targets[i : i + 1024]])
-            for i in range(0, len(states), 1024)
-        ]
+        with self.computing():
+            chunks = [
+                self.model.vqvae.code(observations[states[i : i + 1024]], observations[targets[i : i + 1024]])
+                for i in range(0, len(states), 1024)
+            ]
         return torch.cat(chunks) if chunks else torch.zeros(0, dtype=torch.long, device=self.device)
 
     def _fit(
@@ -292,12 +307,13 @@ class SubgoalLearner:
         for _ in range(epochs):
             for rows in self._minibatches(count, minibatch, cap):
                 optimizer.zero_grad()
-                value = loss(rows)
+                with self.computing():  # per minibatch: see `number_format`
+                    value = loss(rows)
                 value.backward()
                 optimizer.step()
-                values.append(value.item())
+                values.append(value.detach())
         network.eval()
-        return sum(values) / len(values)
+        return mean_loss(values)
 
     def _minibatches(self, count: int, size: int, cap: int | None) -> Iterator[torch.Tensor]:
         order = torch.randperm(count, generator=self.generator).to(self.device)
@@ -327,7 +343,8 @@ class SubgoalMethod:
         self.settings = learner.settings
         self.needs_graphs = self.settings.failed_trees
         self.lengths = LengthBuffer(self.settings.length_buffer)
-        self.rng = np.random.default_rng([seed, 0x5B])  # cluster seeds, pair draws, segment lengths
+        self.seed = seed
+        self.rng = np.random.default_rng([seed, 0x5B])  # segment lengths; cluster seeds and pair draws in "batch"
         model, mixture = learner.model, self.settings.mixture
         self._train_evaluator = SubgoalEvaluator(domain, model, self.settings.alpha_train, mixture, device, precision)
         self._test_evaluator = SubgoalEvaluator(domain, model, self.settings.alpha_test, mixture, device, precision)
@@ -335,6 +352,12 @@ class SubgoalMethod:
     @property
     def model(self) -> SubgoalModel:
         return self.learner.model
+
+    def result_digest(self, iteration: int, batch: int, count: int) -> TreeDigest | None:
+        """With per-search tree streams, the draws from this batch's failed trees, made where they are searched."""
+        if not self.needs_graphs or self.settings.tree_rng != "per-search":
+            return None
+        return TreeDigest(self.settings.sampling(), search_seeds(self.seed, iteration, batch, count))
 
     def evaluator(self) -> SubgoalEvaluator:
         """π^SG with the training weight α (training and validation searches)."""

@@ -262,6 +262,44 @@ class _Collector:
         )
 
 
+@dataclass(frozen=True)
+class TreeDraw:
+    """What one failed search's graph gives: the path of each drawn (ancestor, descendant) pair."""
+
+    paths: tuple[tuple[tuple[Any, ...], tuple[int, ...]], ...]  # (states, actions) of each pair
+    levels_used: tuple[int, ...]  # the cluster level each pair came from
+    chosen_level: int
+    cluster_count: int  # clusters at the chosen level
+
+
+def failed_statuses(settings: SamplingSettings) -> tuple[str, ...]:
+    """The statuses of searches whose graphs are learned from."""
+    return ("budget", "no_solution") if settings.exhausted_trees else ("budget",)
+
+
+def draw_from_tree(graph: SearchGraph, expanded: int, settings: SamplingSettings, rng: np.random.Generator) -> TreeDraw:
+    """Cluster a failed search's graph and draw `pairs_per_tree` pairs from neighbouring clusters
+    of the chosen level, falling back a level at a time while too few are found (spec 4.3)."""
+    levels = build_hierarchy(
+        graph.num_nodes,
+        graph.edges(),
+        budget=expanded,
+        mode=settings.hierarchy,
+        resolution=settings.resolution,
+        seed=int(rng.integers(2**31)),
+    )
+    chosen = level = choose_level(levels, settings.cluster_level)
+    pairs: list[tuple[int, int]] = []
+    levels_used: list[int] = []
+    while level >= 0 and len(pairs) < settings.pairs_per_tree:
+        drawn = sample_tree_pairs(graph, levels[level], settings.pairs_per_tree - len(pairs), rng, settings.max_draws)
+        pairs += drawn
+        levels_used += [level] * len(drawn)
+        level -= 1
+    paths = tuple((tuple(states), tuple(actions)) for states, actions in (graph.path(*pair) for pair in pairs))
+    return TreeDraw(paths, tuple(levels_used), chosen, levels[chosen].num_clusters)
+
+
 def collect_samples(
     domain: Domain[Any],
     results: Sequence[SearchResult],
@@ -271,12 +309,16 @@ def collect_samples(
 ) -> SubgoalSamples | None:
     """The samples of one Bootstrap batch; None when it gives nothing to learn."""
     collector = _Collector()
-    failed = ("budget", "no_solution") if settings.exhausted_trees else ("budget",)
+    failed = failed_statuses(settings)
     for result in results:
         if result.solved and result.actions:
             _from_solution(collector, result, settings, length_statistics, rng)
-        elif settings.failed_trees and result.status in failed and result.graph is not None:
-            _from_failed_tree(collector, result, settings, rng)
+        elif settings.failed_trees and result.status in failed:
+            if isinstance(result.digest, TreeDraw):  # drawn where the search ran (`TreeDigest`)
+                _from_tree_draw(collector, result.digest, float(result.expanded))
+            elif result.graph is not None:
+                draw = draw_from_tree(result.graph, result.expanded, settings, rng)
+                _from_tree_draw(collector, draw, float(result.expanded))
     if not collector.states:
         return None
     vq, low, high = collector.tables()
@@ -312,29 +354,11 @@ def _from_solution(
         collector.segments += 1
 
 
-def _from_failed_tree(
-    collector: _Collector, result: SearchResult, settings: SamplingSettings, rng: np.random.Generator
-) -> None:
-    graph = result.graph
-    levels = build_hierarchy(
-        graph.num_nodes,
-        graph.edges(),
-        budget=result.expanded,
-        mode=settings.hierarchy,
-        resolution=settings.resolution,
-        seed=int(rng.integers(2**31)),
-    )
-    level = choose_level(levels, settings.cluster_level)
-    collector.chosen_levels.append(level)
-    collector.cluster_counts.append(levels[level].num_clusters)
-    pairs: list[tuple[int, int]] = []
-    while level >= 0 and len(pairs) < settings.pairs_per_tree:
-        drawn = sample_tree_pairs(graph, levels[level], settings.pairs_per_tree - len(pairs), rng, settings.max_draws)
-        pairs += drawn
-        collector.levels_used += [level] * len(drawn)
-        level -= 1
+def _from_tree_draw(collector: _Collector, draw: TreeDraw, weight: float) -> None:
+    collector.chosen_levels.append(draw.chosen_level)
+    collector.cluster_counts.append(draw.cluster_count)
+    collector.levels_used += draw.levels_used
     collector.failed_trees += 1
-    for ancestor, descendant in pairs:
-        states, actions = graph.path(ancestor, descendant)
-        collector.add_path(collector.add_states(states), actions, float(result.expanded), high_labels=None)
+    for states, actions in draw.paths:
+        collector.add_path(collector.add_states(states), actions, weight, high_labels=None)
         collector.pair_lengths.append(len(actions))
