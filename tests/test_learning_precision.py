@@ -9,6 +9,7 @@ from sgps.cli import main
 from sgps.domains import get_domain
 from sgps.domains.levels import write_levels
 from sgps.errors import ConfigError
+from sgps.models.precision import _tf32_switches, tf32_switches
 from sgps.search import search_lockstep
 from sgps.training.config import load_run_config, resolve_config
 from sgps.training.setup import build_method
@@ -48,6 +49,21 @@ def test_bf16_learning_follows_float32_and_keeps_float32_weights(algorithm, budg
         assert tensor.dtype == exact[name].dtype, name
         assert not tensor.is_floating_point() or tensor.dtype == torch.float32, name
     assert any(not torch.equal(tensor, exact[name]) for name, tensor in rounded.items())  # bf16 did compute
+
+
+@pytest.mark.parametrize(("precision", "exact", "expected"), [
+    ("float32", False, "untouched"), ("float32", True, "off"), ("tf32", False, "on"), ("bfloat16", False, "untouched"),
+])  # fmt: skip
+def test_the_tf32_switches_of_a_learning_step(precision, exact, expected):
+    """A learning step in float32 runs as PyTorch's defaults say (as it did before the setting);
+    only a search's float32 (`exact`) switches TF32 off. Flags only: no GPU needed."""
+    switches = _tf32_switches()
+    before = [getattr(owner, name) for owner, name, _, _ in switches]
+    with tf32_switches(torch.device("cuda"), precision, exact=exact):
+        inside = [getattr(owner, name) for owner, name, _, _ in switches]
+    assert [getattr(owner, name) for owner, name, _, _ in switches] == before
+    wanted = {"untouched": before, "on": [on for _, _, on, _ in switches], "off": [off for _, _, _, off in switches]}
+    assert inside == wanted[expected]
 
 
 def test_a_bad_learning_precision_is_refused_naming_the_key():

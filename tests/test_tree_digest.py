@@ -27,7 +27,7 @@ def _rows(path):
 
 def test_seeds_differ_by_place_batch_pass_and_run():
     seeds = search_seeds(0, 0, 0, 32)
-    assert len(set(seeds)) == 32 and all(0 <= seed < 2**63 for seed in seeds)
+    assert len(set(seeds)) == 32 and all(0 <= seed < 2**64 for seed in seeds)
     assert seeds == search_seeds(0, 0, 0, 32)
     others = {search_seeds(1, 0, 0, 32)[0], search_seeds(0, 1, 0, 32)[0], search_seeds(0, 0, 1, 32)[0]}
     assert seeds[0] not in others and len(others) == 3

@@ -25,21 +25,27 @@ import torch
 PRECISIONS = ("float32", "tf32", "bfloat16")
 
 
-@contextlib.contextmanager
-def number_format(device: torch.device, precision: str) -> Iterator[None]:
-    """Compute inside this block in `precision` on `device` (flags restored on exit).
-
-    Enter it around each forward computation, not around optimiser steps: autocast keeps
-    its bf16 copies of the weights until the outermost block exits, so a block spanning
-    an update would go on computing with the weights from before it.
-    """
+def check_precision(precision: str) -> None:
+    """A `ValueError` unless `precision` is one of `PRECISIONS`."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
-    if precision == "bfloat16":
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            yield
-        return
-    if device.type != "cuda":
+
+
+@contextlib.contextmanager
+def number_format(device: torch.device, precision: str) -> Iterator[None]:
+    """Evaluate inside this block in `precision` on `device` (flags restored on exit); float32
+    is exact (TF32 off on a GPU), so GPU and CPU searches compute the same function."""
+    with tf32_switches(device, precision, exact=True), bf16_casts(device, precision):
+        yield
+
+
+@contextlib.contextmanager
+def tf32_switches(device: torch.device, precision: str, *, exact: bool = False) -> Iterator[None]:
+    """TF32 on a GPU inside this block: on for ``tf32``; for ``float32`` off with `exact`, else
+    PyTorch's defaults left as they are (so a learning step in float32 runs as it always has);
+    untouched for ``bfloat16`` and on a CPU. A learning step holds it over forward and backward."""
+    check_precision(precision)
+    if device.type != "cuda" or precision == "bfloat16" or (precision == "float32" and not exact):
         yield
         return
     switches = _tf32_switches()
@@ -51,6 +57,17 @@ def number_format(device: torch.device, precision: str) -> Iterator[None]:
     finally:
         for (owner, name, _, _), value in zip(switches, saved, strict=True):
             setattr(owner, name, value)
+
+
+def bf16_casts(device: torch.device, precision: str) -> contextlib.AbstractContextManager[Any]:
+    """bf16 autocast for ``bfloat16``, else nothing. Enter it around a forward computation, not
+    around an optimiser step: autocast keeps its bf16 copies of the weights until its
+    outermost block exits, so a block spanning an update would go on computing with the
+    weights from before it. The backward pass follows the forward's casts by itself."""
+    check_precision(precision)
+    if precision == "bfloat16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def _tf32_switches() -> list[tuple[Any, str, Any, Any]]:

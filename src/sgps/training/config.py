@@ -213,12 +213,16 @@ def check_options_apply(algorithm: str, given: Iterable[str], spell: Callable[[s
 
 
 def resolve_config(
-    preset: str = "cpu", file: Path | None = None, overrides: Mapping[str, Mapping[str, Any]] | None = None
+    preset: str = "cpu",
+    file: Path | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    spell: Callable[[str], str] = option_flag,
 ) -> TrainConfig:
     """Merge a preset, an optional TOML file and overrides, then check them against `schema.RULES`.
 
     Raises `ConfigError` naming the source (file or command line), the section.key, the value
-    and what is allowed; nothing is created before this returns.
+    and what is allowed, and for an override that a `TRAIN_OPTIONS` option sets, the option as
+    the caller named it (`spell`); nothing is created before this returns.
     """
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
@@ -242,7 +246,9 @@ def resolve_config(
                 try:  # each layer's value checked as it enters: a flag must not hide a bad value in the file
                     values[section][key] = check_value(section, key, value)
                 except InvalidSettingError as error:
-                    raise ConfigError(f"{origin}: {error}") from None
+                    given = [name for name, option in TRAIN_OPTIONS.items() if option[:2] == (section, key)]
+                    by = f" (given as {spell(given[0])})" if layer is overrides and given else ""
+                    raise ConfigError(f"{origin}: {error}{by}") from None
                 origins[f"{section}.{key}"] = origin
     sections = {}
     for name, cls in SECTIONS.items():

@@ -27,9 +27,9 @@ TREE_STREAM = 0x7E
 
 
 def search_seeds(seed: int, iteration: int, batch: int, count: int) -> tuple[int, ...]:
-    """One 63-bit seed for each of the `count` searches of batch `batch` of pass `iteration`."""
+    """One 64-bit seed for each of the `count` searches of batch `batch` of pass `iteration`."""
     return tuple(
-        int(np.random.SeedSequence([seed, TREE_STREAM, iteration, batch, place]).generate_state(2, np.uint64)[0] >> 1)
+        int(np.random.SeedSequence([seed, TREE_STREAM, iteration, batch, place]).generate_state(1, np.uint64)[0])
         for place in range(count)
     )
 
@@ -49,8 +49,11 @@ class TreeDigest:
         if len(results) != len(self.seeds):
             raise ValueError(f"a digest of {len(self.seeds)} searches was given {len(results)} results")
         failed = failed_statuses(self.settings)
-        return [dataclasses.replace(result, graph=None, digest=self._draw(result, seed) if result.status in failed
-                                    else None) for result, seed in zip(results, self.seeds, strict=True)]  # fmt: skip
+        digested = []
+        for result, seed in zip(results, self.seeds, strict=True):
+            draw = self._draw(result, seed) if result.status in failed else None
+            digested.append(dataclasses.replace(result, graph=None, digest=draw))
+        return digested
 
     def _draw(self, result: SearchResult, seed: int) -> TreeDraw | None:
         if result.graph is None:

@@ -34,7 +34,7 @@ from sgps.domains.base import Domain
 from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
 from sgps.models.evaluator import SubgoalEvaluator
 from sgps.models.losses import levin_loss
-from sgps.models.precision import number_format
+from sgps.models.precision import bf16_casts, tf32_switches
 from sgps.models.subgoal import SubgoalModel, SubgoalModelConfig
 from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
@@ -183,9 +183,13 @@ class SubgoalLearner:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def computing(self) -> contextlib.AbstractContextManager[None]:
-        """The number format of the learning step's network computations (`learner.precision`)."""
-        return number_format(self.device, self.config.precision)
+    def switches(self) -> contextlib.AbstractContextManager[Any]:
+        """TF32 switches of `learner.precision` (forward and backward: `sgps.models.precision.tf32_switches`)."""
+        return tf32_switches(self.device, self.config.precision)
+
+    def casting(self) -> contextlib.AbstractContextManager[Any]:
+        """bf16 casts of `learner.precision` (forward passes only: `sgps.models.precision.bf16_casts`)."""
+        return bf16_casts(self.device, self.config.precision)
 
     def update(self, samples: SubgoalSamples | None, results: Sequence[SearchResult], domain: Domain[Any]) -> dict:
         """One Bootstrap update: the mean minibatch loss of each network (None when skipped) and diagnostics.
@@ -201,7 +205,7 @@ class SubgoalLearner:
                                   "codes_used": None, "code_perplexity": None, "code_counts": None,
                                   "high_entropy": None, **dict.fromkeys(PROBE_COLUMNS)}  # fmt: skip
         if samples is not None:
-            with self.computing():
+            with self.switches(), self.casting():
                 report.update(probe_low_policy(self.model, domain, samples, self.settings.probe_pairs, self.device))
             observations = torch.from_numpy(samples.observations).to(self.device)
             report["loss_vqvae"] = self._train_vqvae(observations, samples.vq)
@@ -209,7 +213,7 @@ class SubgoalLearner:
             report["loss_high"] = self._train_high(observations, samples.high)
             report["loss_low"] = self._train_low(observations, samples.low)
             report.update(self._code_usage(observations, samples.vq))
-            with self.computing():
+            with self.switches(), self.casting():
                 report["high_entropy"] = self._high_entropy(observations, samples.high)
         report["loss_unconditional"] = self.unconditional.update(solution_samples(domain, results, self.config.loss))
         self.model.eval()  # the state the evaluator expects
@@ -282,7 +286,7 @@ class SubgoalLearner:
     def codes(self, observations: torch.Tensor, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """The VQ-VAE code of each (state, target) row pair, in chunks, evaluation mode."""
         self.model.vqvae.eval()
-        with self.computing():
+        with self.switches(), self.casting():
             chunks = [
                 self.model.vqvae.code(observations[states[i : i + 1024]], observations[targets[i : i + 1024]])
                 for i in range(0, len(states), 1024)
@@ -307,9 +311,10 @@ class SubgoalLearner:
         for _ in range(epochs):
             for rows in self._minibatches(count, minibatch, cap):
                 optimizer.zero_grad()
-                with self.computing():  # per minibatch: see `number_format`
-                    value = loss(rows)
-                value.backward()
+                with self.switches():
+                    with self.casting():  # per minibatch, forward only: see `bf16_casts`
+                        value = loss(rows)
+                    value.backward()
                 optimizer.step()
                 values.append(value.detach())
         network.eval()
