@@ -129,10 +129,15 @@ def measure(
     }
 
 
-def check_equal(domain: Any, levels: Sequence[Any], row: dict[str, Any], preset: str, budget: int) -> str:
+def check_equal(
+    domain: Any, levels: Sequence[Any], row: dict[str, Any], preset: str, budget: int,
+    settings: dict[str, dict[str, Any]],
+) -> str:  # fmt: skip
     """One batch in-process and through a shared-evaluator pool of the row's size: same expansions?"""
     algorithm, device, precision, evaluation_batch, workers = row["settings"]
     overrides = {"run": {"algorithm": algorithm, "device": device}, "search": {"precision": precision}}
+    for section, values in settings.items():
+        overrides.setdefault(section, {}).update(values)
     method = build_method(domain, levels[0], resolve_config(preset, overrides=overrides))
     batch = list(levels[:SEARCHES])
     options = {"budget": budget, "epsilon": 0.01, "batch_size": evaluation_batch}
@@ -211,7 +216,7 @@ def main() -> None:
             print(f"{row['row']:<52} {row['exp/s']:>9,.0f} {row['search exp/s']:>13,.0f} {row['learn s']:>8.2f} "
                   f"{batch:>7} {row['solved']:>7}", flush=True)  # fmt: skip
     if args.check and rows:
-        print(check_equal(domain, levels, rows[-1], args.preset, args.budget), flush=True)
+        print(check_equal(domain, levels, rows[-1], args.preset, args.budget, settings), flush=True)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -10,6 +12,7 @@ from sgps.domains import get_domain
 from sgps.domains.levels import write_levels
 from sgps.errors import ConfigError
 from sgps.models.precision import _tf32_switches, tf32_switches
+from sgps.models.vqvae import VQVAE
 from sgps.search import search_lockstep
 from sgps.training.config import load_run_config, resolve_config
 from sgps.training.setup import build_method
@@ -64,6 +67,23 @@ def test_the_tf32_switches_of_a_learning_step(precision, exact, expected):
     assert [getattr(owner, name) for owner, name, _, _ in switches] == before
     wanted = {"untouched": before, "on": [on for _, _, on, _ in switches], "off": [off for _, _, _, off in switches]}
     assert inside == wanted[expected]
+
+
+def test_the_vq_codebook_picks_and_learns_in_float32_under_bf16_casts():
+    torch.manual_seed(0)
+    vqvae = VQVAE((5, 4, 4), codebook_size=4, code_dim=8, channels=8, blocks=1)
+    states, targets = (torch.rand(16, 5, 4, 4) for _ in range(2))
+    outside = copy.deepcopy(vqvae)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        encodings = vqvae.encode(states, targets)
+        codes = vqvae.codebook.nearest(encodings)
+        vqvae.codebook.update(encodings, codes)
+    assert encodings.dtype == torch.float32
+    assert torch.equal(codes, outside.codebook.nearest(encodings))
+    outside.codebook.update(encodings, codes)
+    for name, buffer in vqvae.codebook.state_dict().items():
+        assert buffer.dtype == outside.codebook.state_dict()[name].dtype
+        assert torch.equal(buffer, outside.codebook.state_dict()[name]), name
 
 
 def test_a_bad_learning_precision_is_refused_naming_the_key():

@@ -44,6 +44,9 @@ from sgps.experiments.runstate import (
     training_progress,
 )
 from sgps.fileio import open_regular
+from sgps.search.shared import evaluator_place
+from sgps.training.config import load_run_config
+from sgps.training.setup import pick_device
 
 POLL_SECONDS = 0.5
 WAITING, DONE, PAUSED, FAILED = "waiting", "done", "paused", "failed"
@@ -198,11 +201,12 @@ class Scheduler:
                 "--seed", str(job.run.seed), "--threads", str(self.concurrency.threads), "--overwrite"]  # fmt: skip
 
     def _test_command(self, job: Job, test: TestSet) -> list[str]:
-        """`sgps test` with the job's threads as search processes (one thread each; the record is the
-        same as in one process), except for HIPS-ε, which tests in its own process."""
+        """`sgps test` with the job's threads as search processes of one thread each, each with a model
+        copy (the record is the one of a test in one process). In one process: HIPS-ε, and a run that
+        evaluates in a shared evaluator, whose threads would come on top of the searches'."""
         command = [*self.prefix, "test", str(job.path), "--problems", str(self.files.tests[test.name]),
                    "--budget", str(test.budget), "--rounds", str(test.rounds)]  # fmt: skip
-        if job.run.config is not None and self.concurrency.threads > 1:
+        if job.run.config is not None and self.concurrency.threads > 1 and _tests_with_model_copies(job.path):
             command += ["--workers", str(self.concurrency.threads)]
         return command
 
@@ -245,6 +249,13 @@ def _stop(job: Job) -> None:
     """Terminate a job's command (and wait for it), so that nothing outlives the comparison."""
     if job.process is not None:
         job.process.stop()
+
+
+def _tests_with_model_copies(run: Path) -> bool:
+    """Whether `sgps test --workers` gives this trained run's search processes a model copy each."""
+    config = load_run_config(run / "config.toml")
+    device = pick_device("auto").type if config.run.device == "auto" else config.run.device
+    return evaluator_place(config.run.evaluator, device) == "per-process"
 
 
 def _last_line(path: Path) -> str:

@@ -73,12 +73,18 @@ class EMACodebook(nn.Module):
         return self.vectors.shape[0]
 
     def nearest(self, encodings: torch.Tensor) -> torch.Tensor:
-        """Index of the closest code vector (squared Euclidean distance) for each row of [B, D]."""
-        return torch.cdist(encodings, self.vectors).argmin(dim=1)
+        """Index of the closest code vector (squared Euclidean distance) for each row of [B, D], in float32."""
+        with torch.autocast(encodings.device.type, enabled=False):
+            return torch.cdist(encodings.float(), self.vectors).argmin(dim=1)
 
     @torch.no_grad()
     def update(self, encodings: torch.Tensor, codes: torch.Tensor) -> None:
-        """One EMA step with the encodings of a minibatch and their assigned codes."""
+        """One EMA step with the encodings of a minibatch and their assigned codes (float32, whatever
+        the learning step's number format: the codebook's statistics accumulate over the run)."""
+        with torch.autocast(encodings.device.type, enabled=False):
+            self._update(encodings.float(), codes)
+
+    def _update(self, encodings: torch.Tensor, codes: torch.Tensor) -> None:
         assigned = F.one_hot(codes, self.size).to(encodings.dtype)  # [B, K]
         self.steps += 1
         # The hidden value moves towards the new value by (1 - decay) of the gap.

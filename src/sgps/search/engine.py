@@ -74,10 +74,10 @@ class SearchResult:
     seconds: float  # wall time from the start of the search to its end, evaluations included
     solution_log_prob: float | None  # ln π of the goal node (noisy policy), policy searches only
     graph: SearchGraph | None = None  # when the search was asked to record it
-    #: What the caller drew from the graph where the search ran, the graph then left out (a
-    #: training method's draw: `sgps.training.bootstrap.ResultDigest`).
-    digest: Any = None
     domain_steps: int = 0  # primitive transitions computed (expansions' children and any rollouts)
+    #: What the caller drew from the graph where the search ran, the graph then left out (a
+    #: training method's draw: `sgps.training.bootstrap.ResultDrawer`).
+    draw: Any = None
 
     @property
     def solved(self) -> bool:

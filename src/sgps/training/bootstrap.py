@@ -42,7 +42,7 @@ from sgps.training.rundir import RunDirectory
 from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
 
 
-class ResultDigest(Protocol):
+class ResultDrawer(Protocol):
     """What a method draws from each search of a training batch, right where the search ran.
 
     A pool's worker applies it to its share's results before sending them back, so that
@@ -52,12 +52,12 @@ class ResultDigest(Protocol):
     so where it runs does not change them.
     """
 
-    def part(self, start: int, step: int) -> ResultDigest:
-        """The digest of the batch's searches start, start + step, ... (a share of `pool.deal`)."""
+    def part(self, start: int, step: int) -> ResultDrawer:
+        """The drawer of the batch's searches start, start + step, ... (a share of `pool.deal`)."""
         ...
 
     def __call__(self, results: list[SearchResult]) -> list[SearchResult]:
-        """`results` (of this digest's searches, in order), each with its draw and without its graph."""
+        """`results` (of this drawer's searches, in order), each with its draw and without its graph."""
         ...
 
 
@@ -68,8 +68,8 @@ class Method(Protocol):
     needs_graphs: bool  # whether `learn` wants the search graphs of failed searches
     report_columns: tuple[str, ...]  # the keys of what `learn` reports (metrics/learning.csv)
 
-    def result_digest(self, iteration: int, batch: int, count: int) -> ResultDigest | None:
-        """The digest of training batch `batch` of pass `iteration`, `count` searches; None: none."""
+    def result_drawer(self, iteration: int, batch: int, count: int) -> ResultDrawer | None:
+        """The drawer of training batch `batch` of pass `iteration`, `count` searches; None: none."""
         ...
 
     def evaluator(self) -> ObservationEvaluator:
@@ -149,13 +149,13 @@ class BatchSearcher(Protocol):
     with every batch, a pool around a shared evaluator evaluates with the method's own
     evaluator. The results come back in the order of `levels`. `batch_size` is each
     search's evaluation batch (1: exact order); `test` searches with the method's test
-    evaluator (the test procedure uses it; the loop never does); `digest` is applied to
+    evaluator (the test procedure uses it; the loop never does); `drawer` is applied to
     the results where they were searched.
     """
 
     def search(
         self, method: Method, levels: Sequence[Any], *, budget: int, epsilon: float, record_graph: bool,
-        batch_size: int = 1, test: bool = False, digest: ResultDigest | None = None,
+        batch_size: int = 1, test: bool = False, drawer: ResultDrawer | None = None,
     ) -> list[SearchResult]: ...  # fmt: skip
 
 
@@ -348,8 +348,8 @@ class Bootstrap:
     def _train_batch(self, batch: int, started: float) -> None:
         state, config = self.state, self.config
         ids = state.order[batch * config.batch_size : (batch + 1) * config.batch_size]
-        digest = self.method.result_digest(state.iteration, batch, len(ids))
-        results = self._search([self.train[i] for i in ids], state.train_budget, self.method.needs_graphs, digest)
+        drawer = self.method.result_drawer(state.iteration, batch, len(ids))
+        results = self._search([self.train[i] for i in ids], state.train_budget, self.method.needs_graphs, drawer)
         self.run_dir.append("train", self._rows(ids, results, batch, state.train_budget))
         for problem, result in zip(ids, results, strict=True):
             state.cumulative_expansions += result.expanded
@@ -443,12 +443,12 @@ class Bootstrap:
         return solved, total_length
 
     def _search(
-        self, levels: Sequence[Any], budget: int, record_graph: bool, digest: ResultDigest | None = None
+        self, levels: Sequence[Any], budget: int, record_graph: bool, drawer: ResultDrawer | None = None
     ) -> list[SearchResult]:
         if self.pool is not None:
             return self.pool.search(self.method, levels, budget=budget, epsilon=self.config.epsilon,
                                     record_graph=record_graph, batch_size=self.evaluation_batch,
-                                    digest=digest)  # fmt: skip
+                                    drawer=drawer)  # fmt: skip
         results = search_lockstep(
             self.domain,
             levels,
@@ -459,7 +459,7 @@ class Bootstrap:
             batch_size=self.evaluation_batch,
             record_graph=record_graph,
         )
-        return results if digest is None else digest(results)
+        return results if drawer is None else drawer(results)
 
     def _rows(self, ids: Sequence[int], results: Sequence[SearchResult], batch: int, budget: int) -> list[dict]:
         return [

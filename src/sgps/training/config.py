@@ -216,13 +216,13 @@ def resolve_config(
     preset: str = "cpu",
     file: Path | None = None,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
-    spell: Callable[[str], str] = option_flag,
+    spell: Callable[[str], str] | None = None,
 ) -> TrainConfig:
     """Merge a preset, an optional TOML file and overrides, then check them against `schema.RULES`.
 
     Raises `ConfigError` naming the source (file or command line), the section.key, the value
-    and what is allowed, and for an override that a `TRAIN_OPTIONS` option sets, the option as
-    the caller named it (`spell`); nothing is created before this returns.
+    and what is allowed, and, given `spell` (how the caller's user named a `TRAIN_OPTIONS`
+    option), the option that set a bad override; nothing is created before this returns.
     """
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
@@ -247,7 +247,7 @@ def resolve_config(
                     values[section][key] = check_value(section, key, value)
                 except InvalidSettingError as error:
                     given = [name for name, option in TRAIN_OPTIONS.items() if option[:2] == (section, key)]
-                    by = f" (given as {spell(given[0])})" if layer is overrides and given else ""
+                    by = f" (given as {spell(given[0])})" if spell and layer is overrides and given else ""
                     raise ConfigError(f"{origin}: {error}{by}") from None
                 origins[f"{section}.{key}"] = origin
     sections = {}

@@ -51,7 +51,7 @@ from sgps.search.shared import (
     create_layouts,
     remove_layouts,
 )
-from sgps.training.bootstrap import Method, ResultDigest
+from sgps.training.bootstrap import Method, ResultDrawer
 from sgps.training.config import TrainConfig
 from sgps.training.setup import build_method
 
@@ -91,15 +91,15 @@ class SearchWorker:
         record_graph: bool,
         batch_size: int = 1,
         test: bool = False,
-        digest: ResultDigest | None = None,
+        drawer: ResultDrawer | None = None,
     ) -> list[SearchResult]:
         """Search `levels` in lockstep; `test`: with the method's test evaluator (π^SG's test α);
-        `digest`: applied to the results (the share's part of the batch's digest)."""
+        `drawer`: applied to the results (the share's part of the batch's drawer)."""
         self.method.load_model_weights(weights)
         evaluator = self.method.test_evaluator() if test else self.method.evaluator()
         results = search_lockstep(self.domain, levels, self.method.algorithm, evaluator, budget=budget,
                                   epsilon=epsilon, batch_size=batch_size, record_graph=record_graph)  # fmt: skip
-        return results if digest is None else digest(results)
+        return results if drawer is None else drawer(results)
 
 
 def deal(levels: Sequence[Any], workers: int) -> list[list[Any]]:
@@ -108,9 +108,9 @@ def deal(levels: Sequence[Any], workers: int) -> list[list[Any]]:
     return [share for share in shares if share]
 
 
-def digest_parts(digest: ResultDigest | None, shares: int, workers: int) -> list[ResultDigest | None]:
-    """The part of `digest` for each of `deal`'s `shares` shares over `workers` (None: no digest)."""
-    return [None if digest is None else digest.part(index, workers) for index in range(shares)]
+def drawer_parts(drawer: ResultDrawer | None, shares: int, workers: int) -> list[ResultDrawer | None]:
+    """The part of `drawer` for each of `deal`'s `shares` shares over `workers` (None: no drawer)."""
+    return [None if drawer is None else drawer.part(index, workers) for index in range(shares)]
 
 
 def gather(answers: Sequence[Sequence[SearchResult]], count: int) -> list[SearchResult]:
@@ -131,10 +131,10 @@ def _start_worker(domain: Domain[Any], example: Any, config: TrainConfig) -> Non
 
 def _search_share(
     weights: dict[str, torch.Tensor], levels: Sequence[Any], budget: int, epsilon: float, record_graph: bool,
-    batch_size: int, test: bool, digest: ResultDigest | None,
+    batch_size: int, test: bool, drawer: ResultDrawer | None,
 ) -> list[SearchResult]:  # fmt: skip
     assert _worker is not None, "the worker process was not initialised"
-    return _worker.search(weights, levels, budget, epsilon, record_graph, batch_size, test, digest)
+    return _worker.search(weights, levels, budget, epsilon, record_graph, batch_size, test, drawer)
 
 
 class SearchPool:
@@ -161,12 +161,12 @@ class SearchPool:
         record_graph: bool,
         batch_size: int = 1,
         test: bool = False,
-        digest: ResultDigest | None = None,
+        drawer: ResultDrawer | None = None,
     ) -> list[SearchResult]:
         """Search `levels` (dealt round-robin to the workers) with `method`'s weights; results in input order."""
         shares = deal(levels, self.workers)
         weights = method.model_weights()
-        parts = digest_parts(digest, len(shares), self.workers)
+        parts = drawer_parts(drawer, len(shares), self.workers)
         futures = [self.executor.submit(_search_share, weights, share, budget, epsilon, record_graph, batch_size,
                                         test, part) for share, part in zip(shares, parts, strict=True)]  # fmt: skip
         return gather([future.result() for future in futures], len(levels))
@@ -186,10 +186,10 @@ def _search_process(domain: Domain[Any], algorithm: Algorithm, connection: Conne
     evaluator = RemoteEvaluator(domain, connection, layout)
     connection.send((READY, None))
     while (task := connection.recv()) is not None:
-        levels, options, digest = task
+        levels, options, drawer = task
         try:
             results = search_lockstep(domain, levels, algorithm, evaluator, **options)
-            results = results if digest is None else digest(results)
+            results = results if drawer is None else drawer(results)
         except Exception:
             connection.send((FAILED, traceback.format_exc()))
             continue
@@ -261,7 +261,7 @@ class SharedEvaluatorPool:
         record_graph: bool,
         batch_size: int = 1,
         test: bool = False,
-        digest: ResultDigest | None = None,
+        drawer: ResultDrawer | None = None,
     ) -> list[SearchResult]:
         """Search `levels` (dealt round-robin to the workers) with `method`'s evaluator; results in input order."""
         if self.broken:
@@ -269,7 +269,7 @@ class SharedEvaluatorPool:
         shares = deal(levels, self.workers)
         options = {"budget": budget, "epsilon": epsilon, "batch_size": batch_size, "record_graph": record_graph}
         evaluator = method.test_evaluator() if test else method.evaluator()
-        parts = digest_parts(digest, len(shares), self.workers)
+        parts = drawer_parts(drawer, len(shares), self.workers)
         try:
             for index, (connection, share, part) in enumerate(zip(self.connections, shares, parts, strict=False)):
                 try:

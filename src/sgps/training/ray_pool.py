@@ -39,9 +39,9 @@ from typing import Any
 from sgps.domains.base import Domain
 from sgps.errors import ConfigError
 from sgps.search.engine import SearchResult
-from sgps.training.bootstrap import Method, ResultDigest
+from sgps.training.bootstrap import Method, ResultDrawer
 from sgps.training.config import TrainConfig
-from sgps.training.pool import SearchWorker, deal, digest_parts, gather
+from sgps.training.pool import SearchWorker, deal, drawer_parts, gather
 
 EXECUTORS = ("local", "ray")
 #: How often one batch may lose an actor before the run gives up (a cluster that keeps failing).
@@ -136,12 +136,12 @@ class RaySearchPool:
         record_graph: bool,
         batch_size: int = 1,
         test: bool = False,
-        digest: ResultDigest | None = None,
+        drawer: ResultDrawer | None = None,
     ) -> list[SearchResult]:
         """Search `levels` on the actors with `method`'s weights; results in input order, each problem exactly once."""
         ray = self.ray
         shares = deal(levels, len(self.actors))
-        parts = digest_parts(digest, len(shares), len(self.actors))
+        parts = drawer_parts(drawer, len(shares), len(self.actors))
         stored = ray.put(method.model_weights())
         pending: dict[Any, tuple[int, Any]] = {}  # call -> (share, actor)
 

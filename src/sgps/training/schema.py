@@ -41,7 +41,7 @@ from sgps.search.shared import EVALUATOR_PLACES
 from sgps.training.budget import SCHEDULES
 from sgps.training.methods.flat.samples import LOSSES
 from sgps.training.methods.subgoal.clustering import HIERARCHIES
-from sgps.training.methods.subgoal.digest import TREE_RNGS
+from sgps.training.methods.subgoal.drawing import TREE_RNGS
 from sgps.training.methods.subgoal.learner import current_spelling
 from sgps.training.methods.subgoal.samples import SEGMENTATIONS, SUBGOAL_TARGETS
 

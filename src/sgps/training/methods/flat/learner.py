@@ -109,7 +109,7 @@ class FlatMethod:
         self.learner = learner
         self._evaluator = NetworkEvaluator(domain, learner.network, precision=precision)
 
-    def result_digest(self, iteration: int, batch: int, count: int) -> None:
+    def result_drawer(self, iteration: int, batch: int, count: int) -> None:
         """Nothing to draw from the searches where they run: the flat methods learn from solutions only."""
         return None
 

@@ -14,7 +14,7 @@ The VQ-VAE goes first, so the code labels of π_hi and the codes π_low is condi
 on come from the updated generator (evaluation mode, no gradient). A network with
 no samples is skipped. Losses are the Levin-weighted cross-entropies of the paper
 (weight n = expansions of the search the sample came from). Every network computation
-of the step, the probe and the code labels included, runs in `learner.precision`.
+of the step but the probe (a measurement, kept in float32) runs in `learner.precision`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
 from sgps.training.methods.flat.learner import FlatLearner, LearnerConfig, mean_loss
 from sgps.training.methods.flat.samples import solution_samples
-from sgps.training.methods.subgoal.digest import TreeDigest, search_seeds
+from sgps.training.methods.subgoal.drawing import TreeDrawer, search_seeds
 from sgps.training.methods.subgoal.probe import PROBE_COLUMNS, probe_low_policy
 from sgps.training.methods.subgoal.samples import (
     HighRows,
@@ -107,7 +107,7 @@ class SubgoalSettings:
     hierarchy: str = "reference"
     #: The random stream of the failed trees' clustering and pair draws: "batch" (one for the
     #: whole batch, in the training process: the reference's) or "per-search" (one per search,
-    #: drawn in the process that searched it: `sgps.training.methods.subgoal.digest`).
+    #: drawn in the process that searched it: `sgps.training.methods.subgoal.drawing`).
     tree_rng: str = "batch"
     cluster_level: int = 0  # 0: the rule ⌊L/2⌋ - 1 over the L levels of each tree
     resolution: float = 1.0
@@ -205,8 +205,8 @@ class SubgoalLearner:
                                   "codes_used": None, "code_perplexity": None, "code_counts": None,
                                   "high_entropy": None, **dict.fromkeys(PROBE_COLUMNS)}  # fmt: skip
         if samples is not None:
-            with self.switches(), self.casting():
-                report.update(probe_low_policy(self.model, domain, samples, self.settings.probe_pairs, self.device))
+            # The probe measures in float32 whatever `learner.precision` says: runs stay comparable.
+            report.update(probe_low_policy(self.model, domain, samples, self.settings.probe_pairs, self.device))
             observations = torch.from_numpy(samples.observations).to(self.device)
             report["loss_vqvae"] = self._train_vqvae(observations, samples.vq)
             self.model.vqvae.eval()
@@ -358,11 +358,11 @@ class SubgoalMethod:
     def model(self) -> SubgoalModel:
         return self.learner.model
 
-    def result_digest(self, iteration: int, batch: int, count: int) -> TreeDigest | None:
+    def result_drawer(self, iteration: int, batch: int, count: int) -> TreeDrawer | None:
         """With per-search tree streams, the draws from this batch's failed trees, made where they are searched."""
         if not self.needs_graphs or self.settings.tree_rng != "per-search":
             return None
-        return TreeDigest(self.settings.sampling(), search_seeds(self.seed, iteration, batch, count))
+        return TreeDrawer(self.settings.sampling(), search_seeds(self.seed, iteration, batch, count))
 
     def evaluator(self) -> SubgoalEvaluator:
         """π^SG with the training weight α (training and validation searches)."""

@@ -314,8 +314,8 @@ def collect_samples(
         if result.solved and result.actions:
             _from_solution(collector, result, settings, length_statistics, rng)
         elif settings.failed_trees and result.status in failed:
-            if isinstance(result.digest, TreeDraw):  # drawn where the search ran (`TreeDigest`)
-                _from_tree_draw(collector, result.digest, float(result.expanded))
+            if isinstance(result.draw, TreeDraw):  # drawn where the search ran (`TreeDrawer`)
+                _from_tree_draw(collector, result.draw, float(result.expanded))
             elif result.graph is not None:
                 draw = draw_from_tree(result.graph, result.expanded, settings, rng)
                 _from_tree_draw(collector, draw, float(result.expanded))

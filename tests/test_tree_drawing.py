@@ -14,7 +14,7 @@ from sgps.domains.levels import write_levels
 from sgps.errors import ConfigError
 from sgps.search import search_lockstep
 from sgps.training.config import load_run_config, resolve_config
-from sgps.training.methods.subgoal.digest import TreeDigest, search_seeds
+from sgps.training.methods.subgoal.drawing import TreeDrawer, search_seeds
 from sgps.training.methods.subgoal.samples import TreeDraw
 from sgps.training.pool import SharedEvaluatorPool, request_rows
 from sgps.training.setup import build_method
@@ -38,16 +38,16 @@ def test_a_pool_sends_back_the_draws_made_here_and_no_graphs():
     levels = [domain.generate(seed) for seed in range(6)]
     overrides = {"run": {"algorithm": "phs-sg", "device": "cpu"}, "subgoal": {"tree_rng": "per-search"}}
     method = build_method(domain, levels[0], resolve_config("tiny", overrides=overrides))
-    digest = method.result_digest(0, 3, len(levels))
-    assert isinstance(digest, TreeDigest)
+    drawer = method.result_drawer(0, 3, len(levels))
+    assert isinstance(drawer, TreeDrawer)
     options = {"budget": 60, "epsilon": 0.01, "record_graph": True}
-    here = digest(search_lockstep(domain, levels, method.algorithm, method.evaluator(), **options))
+    here = drawer(search_lockstep(domain, levels, method.algorithm, method.evaluator(), **options))
     rows = request_rows(3, 1, domain.num_actions)
     with SharedEvaluatorPool(2, domain, levels[0], method.algorithm, rows) as pool:
-        pooled = pool.search(method, levels, digest=digest, **options)
-    draws = [result.digest for result in here]
+        pooled = pool.search(method, levels, drawer=drawer, **options)
+    draws = [result.draw for result in here]
     assert sum(isinstance(draw, TreeDraw) for draw in draws) >= 4  # most of the six fail at this budget
-    assert [result.digest for result in pooled] == draws
+    assert [result.draw for result in pooled] == draws
     assert all(result.graph is None for result in [*here, *pooled])
     assert all(len(draw.paths) == len(draw.levels_used) for draw in draws if draw is not None)
 
@@ -80,13 +80,13 @@ def test_training_gives_the_same_run_in_process_and_in_either_pool(tmp_path, cap
             torch.testing.assert_close(pooled[key], tensor, rtol=0, atol=0)
 
 
-def test_the_tree_stream_is_checked_and_only_per_search_subgoal_runs_digest():
+def test_the_tree_stream_is_checked_and_only_per_search_subgoal_runs_draw_in_the_searches():
     with pytest.raises(ConfigError, match=r"subgoal\.tree_rng"):
         resolve_config("tiny", overrides={"subgoal": {"tree_rng": "per-tree"}})
     assert resolve_config("tiny").subgoal.tree_rng == "batch"
     domain = get_domain("tsp")
-    for algorithm, tree_rng, digests in (("phs-sg", "per-search", True), ("phs-sg", "batch", False),
+    for algorithm, tree_rng, drawn in (("phs-sg", "per-search", True), ("phs-sg", "batch", False),
                                          ("phs", "batch", False)):  # fmt: skip
         config = resolve_config("tiny", overrides={"run": {"algorithm": algorithm}, "subgoal": {"tree_rng": tree_rng}})
         method = build_method(domain, domain.generate(0), config)
-        assert (method.result_digest(0, 0, 4) is not None) == digests, (algorithm, tree_rng)
+        assert (method.result_drawer(0, 0, 4) is not None) == drawn, (algorithm, tree_rng)

@@ -35,25 +35,25 @@ def search_seeds(seed: int, iteration: int, batch: int, count: int) -> tuple[int
 
 
 @dataclass(frozen=True)
-class TreeDigest:
-    """A `sgps.training.bootstrap.ResultDigest`: each failed search's graph replaced by its `TreeDraw`,
+class TreeDrawer:
+    """A `sgps.training.bootstrap.ResultDrawer`: each failed search's graph replaced by its `TreeDraw`,
     and every other graph left out (the method learns nothing from them)."""
 
     settings: SamplingSettings
-    seeds: tuple[int, ...]  # of the searches this digest covers, in order
+    seeds: tuple[int, ...]  # of the searches this drawer covers, in order
 
-    def part(self, start: int, step: int) -> TreeDigest:
-        return TreeDigest(self.settings, self.seeds[start::step])
+    def part(self, start: int, step: int) -> TreeDrawer:
+        return TreeDrawer(self.settings, self.seeds[start::step])
 
     def __call__(self, results: list[SearchResult]) -> list[SearchResult]:
         if len(results) != len(self.seeds):
-            raise ValueError(f"a digest of {len(self.seeds)} searches was given {len(results)} results")
+            raise ValueError(f"a drawer of {len(self.seeds)} searches was given {len(results)} results")
         failed = failed_statuses(self.settings)
-        digested = []
+        drawn = []
         for result, seed in zip(results, self.seeds, strict=True):
             draw = self._draw(result, seed) if result.status in failed else None
-            digested.append(dataclasses.replace(result, graph=None, digest=draw))
-        return digested
+            drawn.append(dataclasses.replace(result, graph=None, draw=draw))
+        return drawn
 
     def _draw(self, result: SearchResult, seed: int) -> TreeDraw | None:
         if result.graph is None:
