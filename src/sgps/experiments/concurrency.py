@@ -2,10 +2,11 @@
 
 A comparison runs each (algorithm, seed) in its own `sgps train` process. On a CPU
 machine the runs compete for the cores, so the plan never gives out more threads than
-there are usable cores: `jobs * threads * workers <= cores`. Each run searches in its
+there are usable cores: `jobs * threads * workers <= cores`. Each run trains in its
 own process (`--workers 1`): a pool of search workers pays per batch for shipping the
 weights (docs/training.md, "Lockstep in one process, or a pool"), and spare cores are
-better spent on other runs of the comparison. The plan depends on the whole comparison,
+better spent on other runs of the comparison. Its tests spread its threads over search
+processes of one thread each (`sgps.experiments.runner`). The plan depends on the whole comparison,
 not on the runs left to do, so a resumed comparison gives a run the thread count it
 started with on the same machine (torch's results may differ between thread counts).
 """

@@ -246,7 +246,8 @@ def resolve_config(
                 try:  # each layer's value checked as it enters: a flag must not hide a bad value in the file
                     values[section][key] = check_value(section, key, value)
                 except InvalidSettingError as error:
-                    given = [name for name, option in TRAIN_OPTIONS.items() if option[:2] == (section, key)]
+                    given = [name for name, option in TRAIN_OPTIONS.items() if option.section == section
+                             and option.key == key]  # fmt: skip
                     by = f" (given as {spell(given[0])})" if spell and layer is overrides and given else ""
                     raise ConfigError(f"{origin}: {error}{by}") from None
                 origins[f"{section}.{key}"] = origin
