@@ -81,6 +81,13 @@ def rewrite_rows(path: Path, change: Callable[[list[dict[str, str]]], None], col
 # -- results know the weights they came from ----------------------------------------------
 
 
+def report_warnings(out, capsys) -> str:
+    """`sgps report OUT` (which must succeed); what it printed on stderr alone."""
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    return capsys.readouterr().err
+
+
 def test_a_finished_run_trained_further_has_its_test_record_retested_not_counted(tiny, tmp_path, capsys):
     out = copied(tiny, tmp_path)
     run = out / "runs" / "phs-s0"
@@ -90,9 +97,7 @@ def test_a_finished_run_trained_further_has_its_test_record_retested_not_counted
     assert main(["train", "--problems", str(out / "problems" / "train.txt"), "--out", str(run), "--resume",
                  "--max-iterations", "3", "--quiet"]) == 0  # fmt: skip
     assert (run / "checkpoints" / "best.safetensors").read_bytes() != best  # the weights `sgps test` uses changed
-    capsys.readouterr()
-    assert main(["report", str(out)]) == 0
-    warning = capsys.readouterr().err
+    warning = report_warnings(out, capsys)
     assert "phs-s0, test set test" in warning and "made with other weights" in warning
     report = (out / "report.md").read_text()
     assert "PHS" not in counted_rows(report)  # not counted
@@ -101,9 +106,7 @@ def test_a_finished_run_trained_further_has_its_test_record_retested_not_counted
 
     assert main(["compare", str(tiny[0]), "--out", str(out), *OPTIONS]) == 0  # retests the run
     assert record.read_text() != tested
-    capsys.readouterr()
-    assert main(["report", str(out)]) == 0
-    assert "other weights" not in capsys.readouterr().err
+    assert "other weights" not in report_warnings(out, capsys)
     assert "PHS" in counted_rows((out / "report.md").read_text())
 
 
@@ -113,9 +116,7 @@ def test_a_run_whose_weights_did_not_change_keeps_its_record(tiny, tmp_path, cap
     tested = record.read_text()
     assert main(["compare", str(tiny[0]), "--out", str(out), *OPTIONS]) == 0
     assert record.read_text() == tested  # nothing retested
-    capsys.readouterr()
-    assert main(["report", str(out)]) == 0
-    assert "weights" not in capsys.readouterr().err
+    assert "weights" not in report_warnings(out, capsys)
     assert "PHS" in counted_rows((out / "report.md").read_text())
 
 
@@ -124,9 +125,7 @@ def test_a_record_made_before_records_named_their_weights_is_counted_with_a_warn
     record = out / "runs" / "phs-s0" / "metrics" / "test-test.csv"
     old_columns = ["round", "problem", "solved", "expanded", "generated", "length", "budget", "seconds", "steps"]
     rewrite_rows(record, lambda rows: None, old_columns)
-    capsys.readouterr()
-    assert main(["report", str(out)]) == 0
-    warning = capsys.readouterr().err
+    warning = report_warnings(out, capsys)
     assert "phs-s0, test set test" in warning and "made before test records named their weights" in warning
     assert "PHS" in counted_rows((out / "report.md").read_text())  # counted: the user's results are kept
     tested = record.read_text()
@@ -169,9 +168,7 @@ def test_an_edited_test_record_is_named_and_not_counted(tiny, tmp_path, capsys, 
     out = copied(tiny, tmp_path)
     record = out / "runs" / "phs-s0" / "metrics" / "test-test.csv"
     rewrite_rows(record, change)
-    capsys.readouterr()
-    assert main(["report", str(out)]) == 0
-    warning = capsys.readouterr().err
+    warning = report_warnings(out, capsys)
     assert warning.startswith("sgps: warning: test records not counted")
     assert f"phs-s0, test set test: {record}:" in warning and reason in warning
     assert "PHS" not in counted_rows((out / "report.md").read_text())

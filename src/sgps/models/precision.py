@@ -17,7 +17,7 @@ casts only the arithmetic); docs/training.md ("Learning precision") records what
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -68,6 +68,23 @@ def bf16_casts(device: torch.device, precision: str) -> contextlib.AbstractConte
     if precision == "bfloat16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def learning_format(device: torch.device, precision: str) -> Iterator[None]:
+    """A learning step's computation without gradient (code labels, diagnostics) in `precision`."""
+    with tf32_switches(device, precision), bf16_casts(device, precision):
+        yield
+
+
+def backpropagated(device: torch.device, precision: str, forward: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """The loss `forward()` computes, its gradients accumulated: the forward pass under the bf16
+    casts, forward and backward under the TF32 switches, of `precision`."""
+    with tf32_switches(device, precision):
+        with bf16_casts(device, precision):
+            loss = forward()
+        loss.backward()
+    return loss
 
 
 def _tf32_switches() -> list[tuple[Any, str, Any, Any]]:

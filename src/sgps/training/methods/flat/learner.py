@@ -20,7 +20,7 @@ from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
 from sgps.models.evaluator import NetworkEvaluator
 from sgps.models.flat import FlatNetwork
 from sgps.models.losses import heuristic_loss, levin_loss
-from sgps.models.precision import bf16_casts, tf32_switches
+from sgps.models.precision import backpropagated
 from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
 from sgps.training.methods.flat.samples import PathSamples, solution_samples
@@ -83,10 +83,8 @@ class FlatLearner:
             for start in range(0, len(samples), self.config.minibatch):
                 index = order[start : start + self.config.minibatch]
                 self.optimizer.zero_grad()
-                with tf32_switches(device, self.config.precision):
-                    with bf16_casts(device, self.config.precision):  # the forward pass only
-                        loss = self.loss({name: tensor[index] for name, tensor in tensors.items()})
-                    loss.backward()
+                batch = {name: tensor[index] for name, tensor in tensors.items()}
+                loss = backpropagated(device, self.config.precision, lambda batch=batch: self.loss(batch))
                 self.optimizer.step()
                 losses.append(loss.detach())
         return mean_loss(losses)

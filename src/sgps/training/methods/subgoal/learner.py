@@ -34,7 +34,7 @@ from sgps.domains.base import Domain
 from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
 from sgps.models.evaluator import SubgoalEvaluator
 from sgps.models.losses import levin_loss
-from sgps.models.precision import bf16_casts, tf32_switches
+from sgps.models.precision import backpropagated, learning_format
 from sgps.models.subgoal import SubgoalModel, SubgoalModelConfig
 from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
@@ -183,13 +183,9 @@ class SubgoalLearner:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def switches(self) -> contextlib.AbstractContextManager[Any]:
-        """TF32 switches of `learner.precision` (forward and backward: `sgps.models.precision.tf32_switches`)."""
-        return tf32_switches(self.device, self.config.precision)
-
-    def casting(self) -> contextlib.AbstractContextManager[Any]:
-        """bf16 casts of `learner.precision` (forward passes only: `sgps.models.precision.bf16_casts`)."""
-        return bf16_casts(self.device, self.config.precision)
+    def computing(self) -> contextlib.AbstractContextManager[None]:
+        """`learner.precision` for a computation without gradient (`sgps.models.precision.learning_format`)."""
+        return learning_format(self.device, self.config.precision)
 
     def update(self, samples: SubgoalSamples | None, results: Sequence[SearchResult], domain: Domain[Any]) -> dict:
         """One Bootstrap update: the mean minibatch loss of each network (None when skipped) and diagnostics.
@@ -213,7 +209,7 @@ class SubgoalLearner:
             report["loss_high"] = self._train_high(observations, samples.high)
             report["loss_low"] = self._train_low(observations, samples.low)
             report.update(self._code_usage(observations, samples.vq))
-            with self.switches(), self.casting():
+            with self.computing():
                 report["high_entropy"] = self._high_entropy(observations, samples.high)
         report["loss_unconditional"] = self.unconditional.update(solution_samples(domain, results, self.config.loss))
         self.model.eval()  # the state the evaluator expects
@@ -286,7 +282,7 @@ class SubgoalLearner:
     def codes(self, observations: torch.Tensor, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """The VQ-VAE code of each (state, target) row pair, in chunks, evaluation mode."""
         self.model.vqvae.eval()
-        with self.switches(), self.casting():
+        with self.computing():
             chunks = [
                 self.model.vqvae.code(observations[states[i : i + 1024]], observations[targets[i : i + 1024]])
                 for i in range(0, len(states), 1024)
@@ -311,10 +307,7 @@ class SubgoalLearner:
         for _ in range(epochs):
             for rows in self._minibatches(count, minibatch, cap):
                 optimizer.zero_grad()
-                with self.switches():
-                    with self.casting():  # per minibatch, forward only: see `bf16_casts`
-                        value = loss(rows)
-                    value.backward()
+                value = backpropagated(self.device, self.config.precision, lambda rows=rows: loss(rows))
                 optimizer.step()
                 values.append(value.detach())
         network.eval()
