@@ -216,7 +216,8 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
         return None
 
     def _observation(self) -> np.ndarray:
-        return self.domain.observe([self.state])[0]
+        """[C, H, W] float32, C-contiguous (the domains lay batches out channels-last for the networks)."""
+        return np.ascontiguousarray(self.domain.observe([self.state])[0])
 
 
 def _register() -> None:

@@ -33,6 +33,7 @@ from sgps.domains.base import (
     MOVE_DELTAS,
     Board,
     Domain,
+    channels_first,
     check_codes,
     check_generator_size,
     check_probability,
@@ -200,7 +201,7 @@ class Sokoban(Domain[SokobanState]):
     def observe(self, states: Sequence[SokobanState]) -> np.ndarray:
         board = states[0].board
         codes = stack_grids([s.grid for s in states], board.rows, board.cols)
-        return np.ascontiguousarray(self._lut[codes].transpose(0, 3, 1, 2))
+        return channels_first(self._lut[codes])
 
     def render_text(self, state: SokobanState) -> str:
         cols = state.board.cols

@@ -19,6 +19,7 @@ from sgps.domains.base import Domain
 from sgps.models.checkpoint import device_of
 from sgps.models.flat import FlatNetwork
 from sgps.models.precision import number_format
+from sgps.models.resnet import network_input
 from sgps.models.subgoal import SubgoalModel
 
 Answers = tuple[np.ndarray | None, np.ndarray | None]
@@ -46,7 +47,7 @@ class _ModelEvaluator:
 
     def evaluate_observations(self, observations: np.ndarray) -> Answers:
         """The answers for a batch of observations [B, C, H, W]."""
-        tensor = torch.from_numpy(observations).to(self.device)
+        tensor = network_input(observations, self.device)
         if self.module.training:
             self.module.eval()
         with torch.inference_mode(), number_format(self.device, self.precision):

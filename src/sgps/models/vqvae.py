@@ -182,7 +182,10 @@ class VQVAE(nn.Module):
         """Per-cell channel logits [B, C, H, W] of the subgoal that `code_vectors` [B, D] name for `states`."""
         _, h, w = self.shape
         plane = self.code_in(code_vectors).view(-1, 1, h, w)
-        return self.decoder_out(self.decoder(torch.cat([self.state_in(states), plane], dim=1)))
+        # `state_in` lies outside the trunks, which pick their own layout; it convolves in NCHW
+        # whatever layout the observations come in, so its results never depend on it.
+        state = self.state_in(states.contiguous())
+        return self.decoder_out(self.decoder(torch.cat([state, plane], dim=1)))
 
     @torch.no_grad()
     def code(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

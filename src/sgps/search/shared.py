@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from sgps.domains.base import Domain
+from sgps.domains.base import Domain, channels_first
 from sgps.search.evaluators import Evaluation
 
 #: Evaluates a batch of observations [B, C, H, W] (`NetworkEvaluator.evaluate_observations`).
@@ -83,8 +83,13 @@ class ChannelLayout:
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """The request array [rows, C, H, W] float32 and the answer array [rows, |A| + 1] float64
-        (log π in the first |A| columns, h in the last), mapped from the file."""
-        requests = np.memmap(self.path, np.float32, "r+", 0, (self.rows, *self.observation_shape))
+        (log π in the first |A| columns, h in the last), mapped from the file.
+
+        The requests lie channels-last in the file, as the domains lay out observations
+        (`sgps.domains.base.one_hot`): writing them is a plain copy, and a CPU evaluator
+        takes them as they are (`sgps.models.resnet.network_input`)."""
+        channels, height, width = self.observation_shape
+        requests = channels_first(np.memmap(self.path, np.float32, "r+", 0, (self.rows, height, width, channels)))
         answers = np.memmap(self.path, np.float64, "r+", self.request_bytes, (self.rows, self.num_actions + 1))
         return requests, answers
 

@@ -21,6 +21,7 @@ from sgps.models.evaluator import NetworkEvaluator
 from sgps.models.flat import FlatNetwork
 from sgps.models.losses import heuristic_loss, levin_loss
 from sgps.models.precision import backpropagated
+from sgps.models.resnet import network_input
 from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
 from sgps.training.methods.flat.samples import PathSamples, solution_samples
@@ -72,9 +73,8 @@ class FlatLearner:
         if samples is None or len(samples) == 0:
             return None
         device = next(self.network.parameters()).device
-        tensors = {
-            name: torch.from_numpy(getattr(samples, name)).to(device)
-            for name in ("observations", "actions", "weights", "cost_to_go")
+        tensors = {"observations": network_input(samples.observations, device)} | {
+            name: torch.from_numpy(getattr(samples, name)).to(device) for name in ("actions", "weights", "cost_to_go")
         }
         self.network.train()
         losses = []

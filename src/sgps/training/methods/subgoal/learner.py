@@ -35,6 +35,7 @@ from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
 from sgps.models.evaluator import SubgoalEvaluator
 from sgps.models.losses import levin_loss
 from sgps.models.precision import backpropagated, learning_format
+from sgps.models.resnet import network_input
 from sgps.models.subgoal import SubgoalModel, SubgoalModelConfig
 from sgps.search.costs import Algorithm
 from sgps.search.engine import SearchResult
@@ -203,7 +204,7 @@ class SubgoalLearner:
         if samples is not None:
             # The probe measures in float32 whatever `learner.precision` says: runs stay comparable.
             report.update(probe_low_policy(self.model, domain, samples, self.settings.probe_pairs, self.device))
-            observations = torch.from_numpy(samples.observations).to(self.device)
+            observations = network_input(samples.observations, self.device)
             report["loss_vqvae"] = self._train_vqvae(observations, samples.vq)
             self.model.vqvae.eval()
             report["loss_high"] = self._train_high(observations, samples.high)
