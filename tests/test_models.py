@@ -10,6 +10,7 @@ import torch
 
 from sgps.domains import domain_names, get_domain
 from sgps.models import FlatNetwork, FlatNetworkConfig, NetworkEvaluator, levin_loss, policy_heuristic_loss
+from sgps.models.resnet import ResNetTrunk
 from sgps.search import make_algorithm, search
 
 
@@ -98,3 +99,29 @@ def test_a_few_levin_updates_fit_a_solution_path():
         loss.backward()
         optimizer.step()
     assert loss.item() < 0.5 * before
+
+
+@pytest.mark.parametrize("batch_norm", [False, True])
+def test_in_place_activations_give_the_values_and_gradients_of_the_plain_expressions(batch_norm):
+    """The trunk's ReLUs and residual sums work in place; a training step must see exactly
+    what relu(conv) and relu(x + conv) compute, forward and backward."""
+    torch.manual_seed(3)
+    trunk = ResNetTrunk(5, 8, 2, batch_norm=batch_norm).train()
+    inputs = torch.rand(6, 5, 7, 7)
+
+    def plain(x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(trunk.stem_norm(trunk.stem(x.contiguous(memory_format=torch.channels_last))))
+        for block in trunk.blocks:
+            y = torch.relu(block.norm1(block.conv1(x)))
+            x = torch.relu(x + block.norm2(block.conv2(y)))
+        return x
+
+    outputs = []
+    for forward in (trunk, plain):
+        trunk.zero_grad()
+        out = forward(inputs)
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        outputs.append((out.detach(), [p.grad.clone() for p in trunk.parameters()]))
+    (out, grads), (plain_out, plain_grads) = outputs
+    assert torch.equal(out, plain_out)
+    assert all(torch.equal(a, b) for a, b in zip(grads, plain_grads, strict=True))

@@ -49,7 +49,13 @@ def set_channels_last(enabled: bool) -> bool:
 
 
 class ResidualBlock(nn.Module):
-    """conv 3x3, ReLU, conv 3x3, add the input, ReLU (optional batch norm after each conv)."""
+    """conv 3x3, ReLU, conv 3x3, add the input, ReLU (optional batch norm after each conv).
+
+    The ReLUs and the sum work in place on the convolutions' fresh outputs (which their
+    backward passes do not keep): the same values (a sum is exact in either order) with
+    fewer new tensors, which made π^SG's CPU evaluations of small batches up to 1.3x
+    faster (docs/training.md, "Observation layout").
+    """
 
     def __init__(self, channels: int, batch_norm: bool = False) -> None:
         super().__init__()
@@ -59,8 +65,8 @@ class ResidualBlock(nn.Module):
         self.norm2 = nn.BatchNorm2d(channels) if batch_norm else nn.Identity()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.relu(self.norm1(self.conv1(x)))
-        return torch.relu(x + self.norm2(self.conv2(y)))
+        y = self.norm1(self.conv1(x)).relu_()
+        return self.norm2(self.conv2(y)).add_(x).relu_()
 
 
 class ResNetTrunk(nn.Module):
@@ -75,7 +81,7 @@ class ResNetTrunk(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.contiguous(memory_format=trunk_format(x.device))
-        return self.blocks(torch.relu(self.stem_norm(self.stem(x))))
+        return self.blocks(self.stem_norm(self.stem(x)).relu_())
 
 
 class ReducedHead(nn.Module):
@@ -87,7 +93,7 @@ class ReducedHead(nn.Module):
         layers: list[nn.Module] = []
         size = reduce * height * width
         for units in hidden:
-            layers += [nn.Linear(size, units), nn.ReLU()]
+            layers += [nn.Linear(size, units), nn.ReLU(inplace=True)]
             size = units
         layers.append(nn.Linear(size, out))
         self.mlp = nn.Sequential(*layers)

@@ -73,7 +73,7 @@ class CodeConditioned(nn.Module):
         self.mlp = _mlp(2 * h * w + config.code_dim, config.hidden, out)
 
     def features(self, states: torch.Tensor) -> torch.Tensor:
-        return torch.flatten(torch.relu(self.reduce(self.trunk(states))), 1)
+        return torch.flatten(self.reduce(self.trunk(states)).relu_(), 1)
 
     def forward(self, states: torch.Tensor, code_vectors: torch.Tensor) -> torch.Tensor:
         """Outputs [B, out] for one code vector per state ([B, D])."""
@@ -110,7 +110,8 @@ class StateConditioned(nn.Module):
 
 
 def _mlp(size: int, hidden: int, out: int) -> nn.Sequential:
-    layers = [nn.Linear(size, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, out)]
+    layers = [nn.Linear(size, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, hidden), nn.ReLU(inplace=True),
+              nn.Linear(hidden, out)]
     return nn.Sequential(*layers)
 
 
