@@ -334,9 +334,8 @@ def one_hot(codes: np.ndarray, channels: int) -> np.ndarray:
 
     A code >= `channels` sets no channel (an all-zero cell). The planes lie channels-last
     in memory (the [B, H, W, channels] array, transposed without a copy): the CPU
-    convolutions take them as they are (`sgps.models.resnet.network_input`), and writing
-    each cell's channels side by side is 2.6x faster than channel after channel at
-    1,000 states (docs/training.md, "Observation layout").
+    convolutions take them as they are (`sgps.models.resnet.network_input`;
+    docs/training.md, "Observation layout"), and building them costs no more than in NCHW.
     """
     batch, height, width = codes.shape
     cells = batch * height * width
