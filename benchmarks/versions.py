@@ -12,7 +12,12 @@ BoulderDash at the `cpu` preset, one thread, with the same weights:
   the seconds of each, their ratio and whether every answer is bit-identical;
 - learning: each version searches the same problems with its own code, then both learn
   from those results, from the same starting state, alternately, `--repeats` times. It
-  prints the fastest step of each and whether the weights after it are bit-identical.
+  prints the fastest step of each and whether the searches (expansions, solutions), the
+  learning reports and the weights after the step are identical.
+
+It exercises the evaluators and learners in one process, with code-vector conditioning;
+the shared-memory transport of search processes and the other settings are left to the
+tests (and to `sgps train` runs compared before and after).
 
 The earlier package is copied to a temporary folder as ``sgps_before`` (its imports
 rewritten), so both import side by side. Usage::
@@ -116,14 +121,17 @@ def compare_learning(versions: dict[str, tuple[Any, list[Any], Any]], searches: 
                                        record_graph=True)  # fmt: skip
         starts[name] = copy.deepcopy(method.state_dict())
     best = dict.fromkeys(versions, float("inf"))
+    reports: dict[str, Any] = {}
     for repeat in range(repeats):
         for name in sorted(versions, reverse=repeat % 2 == 1):
             domain, _, method = versions[name]
             method.load_state_dict(copy.deepcopy(starts[name]))
             started = time.perf_counter()
-            method.learn(domain, results[name])
+            reports[name] = method.learn(domain, results[name])
             best[name] = min(best[name], time.perf_counter() - started)
-    identical = same_weights(versions["before"][2], versions["after"][2])
+    searched = [[(r.expanded, r.status, r.actions) for r in results[name]] for name in versions]
+    identical = (same_weights(versions["before"][2], versions["after"][2]) and searched[0] == searched[1]
+                 and reports["before"] == reports["after"])  # fmt: skip
     ratio = f"{best['before'] / best['after']:>6.2f}x" if best["before"] >= 0.01 else "      -"  # nothing learnt
     return f"{best['before']:>9.2f} {best['after']:>8.2f} {ratio} {'yes' if identical else 'NO':>9}"
 

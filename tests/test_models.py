@@ -10,7 +10,9 @@ import torch
 
 from sgps.domains import domain_names, get_domain
 from sgps.models import FlatNetwork, FlatNetworkConfig, NetworkEvaluator, levin_loss, policy_heuristic_loss
-from sgps.models.resnet import ResNetTrunk
+from sgps.models.precision import bf16_casts
+from sgps.models.resnet import ResNetTrunk, trunk_format
+from sgps.models.subgoal import CodeConditioned, SubgoalModelConfig
 from sgps.search import make_algorithm, search
 
 
@@ -101,27 +103,55 @@ def test_a_few_levin_updates_fit_a_solution_path():
     assert loss.item() < 0.5 * before
 
 
+def _plain_trunk(trunk: ResNetTrunk, x: torch.Tensor) -> torch.Tensor:
+    """The trunk written with out-of-place ReLUs and sums."""
+    x = torch.relu(trunk.stem_norm(trunk.stem(x.contiguous(memory_format=trunk_format(x.device)))))
+    for block in trunk.blocks:
+        y = torch.relu(block.norm1(block.conv1(x)))
+        x = torch.relu(x + block.norm2(block.conv2(y)))
+    return x
+
+
+def _plain_code_conditioned(network: CodeConditioned, states: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+    """`CodeConditioned.forward` with out-of-place ReLUs."""
+    x = torch.cat([torch.flatten(torch.relu(network.reduce(_plain_trunk(network.trunk, states))), 1), vectors], 1)
+    for layer in network.mlp:
+        x = torch.relu(x) if isinstance(layer, torch.nn.ReLU) else layer(x)
+    return x
+
+
+def _outputs_and_gradients(module: torch.nn.Module, forward, precision: str) -> tuple[torch.Tensor, list]:
+    module.zero_grad()
+    with bf16_casts(torch.device("cpu"), precision):
+        out = forward()
+    (out.float() * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+    return out.detach(), [p.grad.clone() for p in module.parameters()]
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 @pytest.mark.parametrize("batch_norm", [False, True])
-def test_in_place_activations_give_the_values_and_gradients_of_the_plain_expressions(batch_norm):
+def test_in_place_activations_give_the_values_and_gradients_of_the_plain_expressions(batch_norm, precision):
     """The trunk's ReLUs and residual sums work in place; a training step must see exactly
-    what relu(conv) and relu(x + conv) compute, forward and backward."""
+    what relu(conv) and relu(x + conv) compute, forward and backward, and the input stays as it was."""
     torch.manual_seed(3)
     trunk = ResNetTrunk(5, 8, 2, batch_norm=batch_norm).train()
     inputs = torch.rand(6, 5, 7, 7)
+    kept = inputs.clone()
+    out, grads = _outputs_and_gradients(trunk, lambda: trunk(inputs), precision)
+    plain_out, plain_grads = _outputs_and_gradients(trunk, lambda: _plain_trunk(trunk, inputs), precision)
+    assert torch.equal(out, plain_out) and torch.equal(inputs, kept)
+    assert all(torch.equal(a, b) for a, b in zip(grads, plain_grads, strict=True))
 
-    def plain(x: torch.Tensor) -> torch.Tensor:
-        x = torch.relu(trunk.stem_norm(trunk.stem(x.contiguous(memory_format=torch.channels_last))))
-        for block in trunk.blocks:
-            y = torch.relu(block.norm1(block.conv1(x)))
-            x = torch.relu(x + block.norm2(block.conv2(y)))
-        return x
 
-    outputs = []
-    for forward in (trunk, plain):
-        trunk.zero_grad()
-        out = forward(inputs)
-        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
-        outputs.append((out.detach(), [p.grad.clone() for p in trunk.parameters()]))
-    (out, grads), (plain_out, plain_grads) = outputs
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_in_place_relus_of_the_code_conditioned_networks_change_no_value_or_gradient(precision):
+    torch.manual_seed(4)
+    config = SubgoalModelConfig((5, 6, 7), 4, code_dim=8, channels=8, blocks=1, hidden=16)
+    network = CodeConditioned(config, 4).train()
+    states, vectors = torch.rand(6, 5, 6, 7), torch.randn(6, 8)
+    out, grads = _outputs_and_gradients(network, lambda: network(states, vectors), precision)
+    plain_out, plain_grads = _outputs_and_gradients(
+        network, lambda: _plain_code_conditioned(network, states, vectors), precision
+    )
     assert torch.equal(out, plain_out)
     assert all(torch.equal(a, b) for a, b in zip(grads, plain_grads, strict=True))

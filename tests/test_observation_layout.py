@@ -8,11 +8,14 @@ import torch
 
 from sgps.domains import get_domain
 from sgps.domains.base import one_hot
+from sgps.models import evaluator as evaluator_module
 from sgps.models.resnet import network_input, set_channels_last
 from sgps.models.vqvae import VQVAE
 from sgps.search import search_lockstep
 from sgps.search.shared import create_layouts, remove_layouts
 from sgps.training.config import resolve_config
+from sgps.training.methods.flat import learner as flat_learner_module
+from sgps.training.methods.subgoal import learner as subgoal_learner_module
 from sgps.training.setup import build_method
 
 DOMAINS = ("sokoban", "boxworld", "craftworld", "boulderdash", "tsp")
@@ -69,6 +72,11 @@ def _searched_and_learned(domain, overrides):
     return results, report, method.model_weights()
 
 
+def _as_before(observations, device):
+    """What reached the networks before observations were laid out channels-last: NCHW tensors."""
+    return torch.from_numpy(np.ascontiguousarray(observations)).to(device)
+
+
 @pytest.mark.parametrize(
     ("algorithm", "settings"),
     [
@@ -80,8 +88,9 @@ def _searched_and_learned(domain, overrides):
 )
 @pytest.mark.parametrize("trunk_layout", ["channels-last", "nchw"])
 def test_nchw_observations_search_and_learn_to_the_same_bits(monkeypatch, algorithm, settings, trunk_layout):
-    """A domain of a user's that observes in NCHW gets exactly the runs of the channels-last domains:
-    every convolution outside a trunk (the VQ-VAE's `state_in`) reads one layout whatever it is given."""
+    """Observations in NCHW, as every network received them before (and as a user's domain may
+    give them), search and learn to exactly the bits of the channels-last layout: every
+    convolution outside a trunk (the VQ-VAE's `state_in`) reads one layout whatever it is given."""
     overrides = {"run": {"algorithm": algorithm, "device": "cpu"}, **settings}
     previous = set_channels_last(trunk_layout == "channels-last")
     try:
@@ -89,6 +98,8 @@ def test_nchw_observations_search_and_learn_to_the_same_bits(monkeypatch, algori
         runs = [_searched_and_learned(domain, overrides)]
         observe = domain.observe
         monkeypatch.setattr(domain, "observe", lambda states: np.ascontiguousarray(observe(states)))
+        for module in (evaluator_module, flat_learner_module, subgoal_learner_module):
+            monkeypatch.setattr(module, "network_input", _as_before)
         runs.append(_searched_and_learned(domain, overrides))
     finally:
         set_channels_last(previous)
