@@ -32,10 +32,12 @@ def check_precision(precision: str) -> None:
 
 
 @contextlib.contextmanager
-def number_format(device: torch.device, precision: str) -> Iterator[None]:
-    """Evaluate inside this block in `precision` on `device` (flags restored on exit); float32
-    is exact (TF32 off on a GPU), so GPU and CPU searches compute the same function."""
-    with tf32_switches(device, precision, exact=True), bf16_casts(device, precision):
+def number_format(device: torch.device, precision: str, *, exact: bool = True) -> Iterator[None]:
+    """Compute inside this block in `precision` on `device` (flags restored on exit). With
+    `exact` (search evaluations) float32 switches TF32 off on a GPU, so GPU and CPU searches
+    compute the same function; without it (a learning step's computations without gradient)
+    float32 leaves PyTorch's defaults, as the learning step always ran."""
+    with tf32_switches(device, precision, exact=exact), bf16_casts(device, precision):
         yield
 
 
@@ -68,13 +70,6 @@ def bf16_casts(device: torch.device, precision: str) -> contextlib.AbstractConte
     if precision == "bfloat16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
-
-
-@contextlib.contextmanager
-def learning_format(device: torch.device, precision: str) -> Iterator[None]:
-    """A learning step's computation without gradient (code labels, diagnostics) in `precision`."""
-    with tf32_switches(device, precision), bf16_casts(device, precision):
-        yield
 
 
 def backpropagated(device: torch.device, precision: str, forward: Callable[[], torch.Tensor]) -> torch.Tensor:

@@ -34,7 +34,7 @@ from sgps.domains.base import Domain
 from sgps.models.checkpoint import SEARCH_KEY, load_checkpoint, save_checkpoint
 from sgps.models.evaluator import SubgoalEvaluator
 from sgps.models.losses import levin_loss
-from sgps.models.precision import backpropagated, learning_format
+from sgps.models.precision import backpropagated, number_format
 from sgps.models.resnet import network_input
 from sgps.models.subgoal import SubgoalModel, SubgoalModelConfig
 from sgps.search.costs import Algorithm
@@ -185,8 +185,8 @@ class SubgoalLearner:
         return next(self.model.parameters()).device
 
     def computing(self) -> contextlib.AbstractContextManager[None]:
-        """`learner.precision` for a computation without gradient (`sgps.models.precision.learning_format`)."""
-        return learning_format(self.device, self.config.precision)
+        """`learner.precision` for a computation without gradient (float32 as PyTorch's defaults have it)."""
+        return number_format(self.device, self.config.precision, exact=False)
 
     def update(self, samples: SubgoalSamples | None, results: Sequence[SearchResult], domain: Domain[Any]) -> dict:
         """One Bootstrap update: the mean minibatch loss of each network (None when skipped) and diagnostics.
