@@ -6,11 +6,12 @@ torch thread per process unless said otherwise. Three measurements:
 1. **cores**: one process computing a 24 -> 24 convolution of 700 states for `--seconds`,
    then two processes at once: calls/s of each. Equal rates mean the machine's cores are
    whole cores (no shared vector units or memory limit at this size).
-2. **pool**: a `SearchPool` of two workers searches the 32 problems in lockstep,
-   `--repeats` times after a warm-up: the batch's wall seconds, each worker's search
-   seconds (the longest search of its share, `SearchResult.seconds`) and exp/s; then one
-   process searches the same 32 (and each share of 16 alone). The gap between the wall
-   and the workers' seconds is the pool's own cost (weights out, results back).
+2. **pool**: a `SearchPool` of two workers, started as `sgps train --workers 2` starts
+   it, searches the 32 problems in lockstep, `--repeats` times after a warm-up: the
+   batch's wall seconds, each worker's search seconds (the longest search of its share,
+   `SearchResult.seconds`) and exp/s; then one process searches the same 32, and each
+   worker's share of 16 alone. The gap between the wall and the slower worker's seconds
+   is the pool's own cost (weights out, results back).
 3. **learning**: the method's update from those searches (`Method.learn`, with the failed
    trees' graphs), from the same starting state, with one and with two torch threads,
    alternating, `--repeats` times: seconds of the whole and of its parts.
@@ -36,7 +37,7 @@ from sgps.domains import get_domain
 from sgps.domains.generation import resolve_params
 from sgps.search import search_lockstep
 from sgps.training.config import resolve_config
-from sgps.training.pool import SearchPool
+from sgps.training.runner import local_pool
 from sgps.training.setup import build_method
 
 SEARCHES = 32
@@ -107,12 +108,12 @@ def main() -> None:
     domain = get_domain("boulderdash")
     levels = [domain.generate(seed, **resolve_params(domain, "hard")) for seed in range(SEARCHES)]
     config = resolve_config("cpu", overrides={
-        "run": {"algorithm": "phs-sg", "device": "cpu"},
+        "run": {"algorithm": "phs-sg", "device": "cpu", "evaluator": "per-process"},
         "search": {"precision": args.precision}, "learner": {"precision": args.precision},
     })  # fmt: skip
     method = build_method(domain, levels[0], config)
     options: dict[str, Any] = {"budget": args.budget, "batch_size": args.evaluation_batch, "record_graph": True}
-    with SearchPool(2, domain, levels[0], config) as pool:
+    with local_pool(2, domain, levels[0], method, config) as pool:  # as `sgps train --workers 2` starts it
         pool.search(method, levels, epsilon=0.01, **options)
         for _ in range(args.repeats):
             started = time.perf_counter()
@@ -121,14 +122,15 @@ def main() -> None:
             shares = [max(result.seconds for result in results[index::2]) for index in range(2)]
             print(f"pool: {wall:.2f} s a batch, the workers searching {shares[0]:.2f} and {shares[1]:.2f} s; "
                   f"{sum(r.expanded for r in results) / wall:,.0f} exp/s", flush=True)  # fmt: skip
-    alone = (("one process, 32 in lockstep", [levels]), ("one process, 2 x 16", [levels[::2], levels[1::2]]))
-    for name, group in alone:
-        started = time.perf_counter()
-        expanded = sum(result.expanded for share in group
-                       for result in search_lockstep(domain, share, method.algorithm, method.evaluator(),
-                                                     epsilon=0.01, **options))  # fmt: skip
-        print(f"{name}: {expanded / (time.perf_counter() - started):,.0f} exp/s", flush=True)
-
+    for name, shares in (("32 in lockstep", [levels]), ("each share of 16", [levels[::2], levels[1::2]])):
+        seconds, expanded = [], 0
+        for share in shares:
+            started = time.perf_counter()
+            expanded += sum(result.expanded for result in search_lockstep(
+                domain, share, method.algorithm, method.evaluator(), epsilon=0.01, **options))  # fmt: skip
+            seconds.append(time.perf_counter() - started)
+        print(f"one process, {name}: {' and '.join(f'{s:.2f}' for s in seconds)} s; "
+              f"{expanded / sum(seconds):,.0f} exp/s", flush=True)  # fmt: skip
     results = search_lockstep(domain, levels, method.algorithm, method.evaluator(), epsilon=0.01, **options)
     start = copy.deepcopy(method.state_dict())
     parts = timed_parts(method)
