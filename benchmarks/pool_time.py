@@ -10,8 +10,9 @@ torch thread per process unless said otherwise. Three measurements:
    it, searches the 32 problems in lockstep, `--repeats` times after a warm-up: the
    batch's wall seconds, each worker's search seconds (the longest search of its share,
    `SearchResult.seconds`) and exp/s; then one process searches the same 32, and each
-   worker's share of 16 alone. The gap between the wall and the slower worker's seconds
-   is the pool's own cost (weights out, results back).
+   worker's share of 16 alone. The gap between the wall and the slower share's seconds
+   is the pool's own cost (weights sent and loaded, each worker's evaluator set up,
+   results and their search graphs sent back).
 3. **learning**: the method's update from those searches (`Method.learn`, with the failed
    trees' graphs), from the same starting state, with one and with two torch threads,
    alternating, `--repeats` times: seconds of the whole and of its parts.
@@ -29,6 +30,7 @@ import multiprocessing
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -37,22 +39,27 @@ from sgps.domains import get_domain
 from sgps.domains.generation import resolve_params
 from sgps.search import search_lockstep
 from sgps.training.config import resolve_config
+from sgps.training.methods.subgoal.learner import SubgoalMethod
 from sgps.training.runner import local_pool
 from sgps.training.setup import build_method
 
 SEARCHES = 32
+#: Seconds the two convolution processes are given to start before both begin timing.
+STARTUP_SECONDS = 20.0
 #: The learner's parts timed in measurement 3 (methods of `SubgoalLearner`).
 LEARNER_PARTS = ("_train_vqvae", "_train_high", "_train_low", "_code_usage", "_high_entropy")
 
 
-def convolution_rate(seconds: float, precision: str) -> float:
-    """Calls/s of one 24 -> 24 convolution of 700 states of 14 x 14 in one thread, channels-last."""
+def convolution_rate(seconds: float, precision: str, start_at: float) -> float:
+    """Calls/s of one 24 -> 24 convolution of 700 states of 14 x 14 in one thread, channels-last,
+    timed from the wall-clock time `start_at` on (so that processes started apart time together)."""
     torch.set_num_threads(1)
     conv = torch.nn.Conv2d(24, 24, 3, padding=1).to(memory_format=torch.channels_last)
     states = torch.randn(700, 24, 14, 14).to(memory_format=torch.channels_last)
     with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
         for _ in range(3):
             conv(states)
+        time.sleep(max(0.0, start_at - time.time()))
         started, calls = time.perf_counter(), 0
         while time.perf_counter() - started < seconds:
             conv(states)
@@ -61,21 +68,23 @@ def convolution_rate(seconds: float, precision: str) -> float:
 
 
 def cores(seconds: float, precision: str) -> None:
+    """Measurement 1: the convolution's rate in one process, then in two at once."""
     context = multiprocessing.get_context("spawn")
     with context.Pool(1) as pool:
-        alone = pool.apply(convolution_rate, (seconds, precision))
+        alone = pool.apply(convolution_rate, (seconds, precision, 0.0))
     with context.Pool(2) as pool:
-        pair = pool.starmap(convolution_rate, [(seconds, precision)] * 2)
+        start_at = time.time() + STARTUP_SECONDS  # both processes spawned and warm by then
+        pair = pool.starmap(convolution_rate, [(seconds, precision, start_at)] * 2)
     print(f"cores: one process {alone:.1f} calls/s; two at once {pair[0]:.1f} and {pair[1]:.1f} calls/s")
 
 
-def timed_parts(method: Any) -> dict[str, list[float]]:
+def timed_parts(method: SubgoalMethod) -> dict[str, list[float]]:
     """Wrap the learner's parts and the sample collection so that each call's seconds are recorded."""
     import sgps.training.methods.subgoal.learner as learner_module
 
     seconds: dict[str, list[float]] = defaultdict(list)
 
-    def timed(name: str, call: Any) -> Any:
+    def timed(name: str, call: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
@@ -86,7 +95,7 @@ def timed_parts(method: Any) -> dict[str, list[float]]:
         return wrapper
 
     for name in LEARNER_PARTS:
-        setattr(method.learner, name, timed(name.strip("_"), getattr(method.learner, name)))
+        setattr(method.learner, name, timed(name.removeprefix("_"), getattr(method.learner, name)))
     learner_module.collect_samples = timed("collect_samples", learner_module.collect_samples)
     learner_module.probe_low_policy = timed("probe", learner_module.probe_low_policy)
     return seconds
@@ -112,6 +121,7 @@ def main() -> None:
         "search": {"precision": args.precision}, "learner": {"precision": args.precision},
     })  # fmt: skip
     method = build_method(domain, levels[0], config)
+    assert isinstance(method, SubgoalMethod)
     options: dict[str, Any] = {"budget": args.budget, "batch_size": args.evaluation_batch, "record_graph": True}
     with local_pool(2, domain, levels[0], method, config) as pool:  # as `sgps train --workers 2` starts it
         pool.search(method, levels, epsilon=0.01, **options)
@@ -120,18 +130,19 @@ def main() -> None:
             results = pool.search(method, levels, epsilon=0.01, **options)
             wall = time.perf_counter() - started
             shares = [max(result.seconds for result in results[index::2]) for index in range(2)]
-            print(f"pool: {wall:.2f} s a batch, the workers searching {shares[0]:.2f} and {shares[1]:.2f} s; "
+            print(f"pool: {wall:.2f} s a batch, its two shares searched in {shares[0]:.2f} and {shares[1]:.2f} s; "
                   f"{sum(r.expanded for r in results) / wall:,.0f} exp/s", flush=True)  # fmt: skip
     for name, shares in (("32 in lockstep", [levels]), ("each share of 16", [levels[::2], levels[1::2]])):
         seconds, expanded = [], 0
         for share in shares:
             started = time.perf_counter()
-            expanded += sum(result.expanded for result in search_lockstep(
-                domain, share, method.algorithm, method.evaluator(), epsilon=0.01, **options))  # fmt: skip
+            searched = search_lockstep(domain, share, method.algorithm, method.evaluator(), epsilon=0.01, **options)
             seconds.append(time.perf_counter() - started)
+            expanded += sum(result.expanded for result in searched)
+        if len(shares) == 1:
+            results = searched  # the batch the learning step learns from
         print(f"one process, {name}: {' and '.join(f'{s:.2f}' for s in seconds)} s; "
               f"{expanded / sum(seconds):,.0f} exp/s", flush=True)  # fmt: skip
-    results = search_lockstep(domain, levels, method.algorithm, method.evaluator(), epsilon=0.01, **options)
     start = copy.deepcopy(method.state_dict())
     parts = timed_parts(method)
     totals: dict[int, list[float]] = defaultdict(list)
