@@ -13,6 +13,10 @@ torch thread per process unless said otherwise. Three measurements:
    worker's share of 16 alone. The gap between the wall and the slower share's seconds
    is the pool's own cost (weights sent and loaded, each worker's evaluator set up,
    results and their search graphs sent back).
+   Each line also gives the seconds this process spent in garbage collections. The pool's
+   workers freeze their set-up (`sgps.training.setup.freeze_setup`: long-lived objects
+   left out of full collections); the pool's batches are then repeated with this process's
+   set-up frozen too, as `sgps train` has it, and so is the one process's search of the 32.
 3. **learning**: the method's update from those searches (`Method.learn`, with the failed
    trees' graphs), from the same starting state, with one and with two torch threads,
    alternating, `--repeats` times: seconds of the whole and of its parts.
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import multiprocessing
 import statistics
 import time
@@ -41,7 +46,7 @@ from sgps.search import search_lockstep
 from sgps.training.config import resolve_config
 from sgps.training.methods.subgoal.learner import SubgoalMethod
 from sgps.training.runner import local_pool
-from sgps.training.setup import build_method
+from sgps.training.setup import build_method, freeze_setup
 
 SEARCHES = 32
 #: Seconds the two convolution processes are given to start before both begin timing.
@@ -76,6 +81,28 @@ def cores(seconds: float, precision: str) -> None:
         start_at = time.time() + STARTUP_SECONDS  # both processes spawned and warm by then
         pair = pool.starmap(convolution_rate, [(seconds, precision, start_at)] * 2)
     print(f"cores: one process {alone:.1f} calls/s; two at once {pair[0]:.1f} and {pair[1]:.1f} calls/s")
+
+
+class CollectionClock:
+    """Seconds this process spends in garbage collections (a `gc.callbacks` entry), and how many
+    of them were full collections."""
+
+    def __init__(self) -> None:
+        self.seconds, self.full, self._started = 0.0, 0, 0.0
+        gc.callbacks.append(self._phase)
+
+    def _phase(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+            self.full += info["generation"] == 2
+
+    def read(self) -> str:
+        """What was spent since the last reading."""
+        text = f"gc here {self.seconds:.3f} s ({self.full} full)"
+        self.seconds, self.full = 0.0, 0
+        return text
 
 
 def timed_parts(method: SubgoalMethod) -> dict[str, list[float]]:
@@ -123,16 +150,27 @@ def main() -> None:
     method = build_method(domain, levels[0], config)
     assert isinstance(method, SubgoalMethod)
     options: dict[str, Any] = {"budget": args.budget, "batch_size": args.evaluation_batch, "record_graph": True}
+    clock = CollectionClock()
     with local_pool(2, domain, levels[0], method, config) as pool:  # as `sgps train --workers 2` starts it
         pool.search(method, levels, epsilon=0.01, **options)
-        for _ in range(args.repeats):
+        for repeat in range(2 * args.repeats):
+            if repeat == args.repeats:  # the training process's set-up frozen too, as `sgps train` has it
+                freeze_setup()
+                clock.read()
             started = time.perf_counter()
             results = pool.search(method, levels, epsilon=0.01, **options)
             wall = time.perf_counter() - started
             shares = [max(result.seconds for result in results[index::2]) for index in range(2)]
-            print(f"pool: {wall:.2f} s a batch, its two shares searched in {shares[0]:.2f} and {shares[1]:.2f} s; "
-                  f"{sum(r.expanded for r in results) / wall:,.0f} exp/s", flush=True)  # fmt: skip
-    for name, shares in (("32 in lockstep", [levels]), ("each share of 16", [levels[::2], levels[1::2]])):
+            frozen = ", set-up frozen" if repeat >= args.repeats else ""
+            print(f"pool{frozen}: {wall:.2f} s a batch, its two shares searched in {shares[0]:.2f} and "
+                  f"{shares[1]:.2f} s; {sum(r.expanded for r in results) / wall:,.0f} exp/s; {clock.read()}",
+                  flush=True)  # fmt: skip
+    gc.unfreeze()
+    for name, shares in (("32 in lockstep", [levels]), ("each share of 16", [levels[::2], levels[1::2]]),
+                         ("32 in lockstep, set-up frozen", [levels])):  # fmt: skip
+        if name.endswith("frozen"):
+            freeze_setup()
+            clock.read()
         seconds, expanded = [], 0
         for share in shares:
             started = time.perf_counter()
@@ -142,7 +180,7 @@ def main() -> None:
         if len(shares) == 1:
             results = searched  # the batch the learning step learns from
         print(f"one process, {name}: {' and '.join(f'{s:.2f}' for s in seconds)} s; "
-              f"{expanded / sum(seconds):,.0f} exp/s", flush=True)  # fmt: skip
+              f"{expanded / sum(seconds):,.0f} exp/s; {clock.read()}", flush=True)  # fmt: skip
     start = copy.deepcopy(method.state_dict())
     parts = timed_parts(method)
     totals: dict[int, list[float]] = defaultdict(list)

@@ -55,7 +55,7 @@ from sgps.training.config import resolve_config
 from sgps.training.pool import SharedEvaluatorPool
 from sgps.training.rundir import RunDirectory
 from sgps.training.runner import local_pool
-from sgps.training.setup import build_method
+from sgps.training.setup import build_method, setup_frozen
 
 SEARCHES = 32  # the paper's Bootstrap batch
 
@@ -110,7 +110,8 @@ def measure(
             return results
 
         bootstrap._search = timed_search  # type: ignore[method-assign]
-        bootstrap.run(max_batches=batches + 1)
+        with setup_frozen():  # as `sgps train` runs its loop
+            bootstrap.run(max_batches=batches + 1)
         server = getattr(pool, "server", None)
         mean_batch = server.statistics.mean_batch if server is not None else None
     first, last = timings.batches[0], timings.batches[-1]

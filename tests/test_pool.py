@@ -27,3 +27,43 @@ def test_pool_results_equal_in_process_lockstep_results_with_graphs_and_current_
         assert (a.status, a.expanded, a.generated, a.actions) == (b.status, b.expanded, b.generated, b.actions)
         np.testing.assert_array_equal(a.graph.parents, b.graph.parents)
         np.testing.assert_array_equal(a.graph.rediscovered, b.graph.rediscovered)
+
+
+def test_a_run_keeps_its_set_up_out_of_full_collections_and_gives_it_back(tmp_path, monkeypatch):
+    import gc
+
+    from sgps.domains.levels import write_levels
+    from sgps.training import runner
+
+    frozen_during = []
+    run = runner._run_with_progress
+
+    def recorded(*args, **kwargs):
+        frozen_during.append(gc.get_freeze_count())
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_run_with_progress", recorded)
+    domain = get_domain("tsp")
+    problems = tmp_path / "train.txt"
+    write_levels(problems, domain, [domain.generate(seed) for seed in range(8)])
+    assert gc.get_freeze_count() == 0
+    runner.train(problems, tmp_path / "run", preset="tiny", quiet=True, max_batches=1,
+                 overrides={"run": {"device": "cpu", "workers": 1}})  # fmt: skip
+    assert frozen_during and frozen_during[0] > 0  # the problems, networks and loop were frozen
+    assert gc.get_freeze_count() == 0  # and given back to the collector after the run
+
+
+def test_a_process_that_froze_objects_itself_keeps_its_collector_as_it_was():
+    import gc
+
+    from sgps.training.setup import setup_frozen
+
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        count = gc.get_freeze_count()
+        with setup_frozen():
+            assert gc.get_freeze_count() == count
+        assert gc.get_freeze_count() == count
+    finally:
+        gc.unfreeze()

@@ -53,7 +53,7 @@ from sgps.search.shared import (
 )
 from sgps.training.bootstrap import Method, ResultDrawer
 from sgps.training.config import TrainConfig
-from sgps.training.setup import build_method
+from sgps.training.setup import build_method, freeze_setup
 
 #: Rows of one evaluation request through shared memory at most (larger ones go in parts).
 MAX_REQUEST_ROWS = 2048
@@ -77,6 +77,7 @@ class SearchWorker:
         torch.set_num_threads(1)
         self.domain = domain
         self.method = build_method(domain, example, config)
+        freeze_setup()  # the worker's process lives for the pool's batches
 
     def ready(self) -> bool:
         """True once the worker is built (Ray waits on it to know an actor has started)."""
@@ -184,6 +185,7 @@ class SearchPool:
 def _search_process(domain: Domain[Any], algorithm: Algorithm, connection: Connection, layout: ChannelLayout) -> None:
     """A `SharedEvaluatorPool` worker: map its channel, say so, then search each share it is sent."""
     evaluator = RemoteEvaluator(domain, connection, layout)
+    freeze_setup()
     connection.send((READY, None))
     while (task := connection.recv()) is not None:
         levels, options, drawer = task

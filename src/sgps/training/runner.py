@@ -37,7 +37,14 @@ from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
 from sgps.training.pool import SearchPool, SharedEvaluatorPool, request_rows
 from sgps.training.ray_pool import RaySearchPool, check_executor, cluster_cpus, connect
 from sgps.training.rundir import RUN_FILES, RunDirectory, to_toml
-from sgps.training.setup import SUBGOAL_COSTS, build_method, build_subgoal_method, pick_device, split_problems
+from sgps.training.setup import (
+    SUBGOAL_COSTS,
+    build_method,
+    build_subgoal_method,
+    pick_device,
+    setup_frozen,
+    split_problems,
+)
 from sgps.training.tensorboard import TensorBoardLog, remove_run_events, require_tensorboard
 from sgps.training.testing import TestProgress, TestSummary, attempt_identity, record_path, run_test
 from sgps.version import sgps_version
@@ -161,7 +168,8 @@ def train(
             run_dir.log(f"sgps {sgps_version()}")
         if config.run.tensorboard:
             stack.callback(_follow_in_tensorboard(bootstrap, config, resume).close)
-        state = _run_with_progress(bootstrap, len(train_levels), quiet, max_batches)
+        with setup_frozen():
+            state = _run_with_progress(bootstrap, len(train_levels), quiet, max_batches)
     return config, state
 
 
