@@ -97,8 +97,8 @@ def freeze_setup() -> None:
 
     A training or search process builds its problems, modules and networks once and keeps
     them for its whole life; without this every full collection walks them all again
-    (about 0.2 s, once per batch of hard BoulderDash searches; docs/training.md, "Where the
-    time goes with two processes"). The garbage of the set-up is collected first, so none
+    (about 0.2 s each, one or two per pool batch of hard BoulderDash at the `cpu` preset;
+    docs/training.md, "Where the time goes with two processes"). The garbage of the set-up is collected first, so none
     is kept. Collections only free memory: results are the same either way.
     """
     gc.collect()
