@@ -58,6 +58,8 @@ OUTPUTS: dict[tuple[str, str], tuple[str, str]] = {
     ("subgoals", "png"): ("file", "subgoals {run} --problems {levels} --png {OUT}"),
     ("compare", "out"): ("folder", "compare {config} --out {OUT}"),
     ("demo", "out"): ("folder", "demo --out {OUT} --no-train --count 1"),
+    ("pack", "out"): ("folder", "pack {run} --problems {levels} --out {OUT}"),
+    ("unpack", "out"): ("folder", "unpack {archive} --out {OUT}"),
 }
 #: HIPS-ε writes its run folder through the same --out: the same hostile paths apply.
 HIPS_OUTPUT = ("folder", "train --algorithm hips-eps --problems {levels} --out {OUT}")
@@ -68,7 +70,7 @@ INPUT_OPTIONS = {
     ("show", "file"), ("solve", "file"), ("dataset", "problems"), ("train", "problems"), ("train", "dataset"),
     ("train", "extra_problems"), ("train", "validation"), ("train", "config"), ("test", "run"),
     ("test", "problems"), ("subgoals", "run"), ("subgoals", "problems"), ("compare", "config"), ("report", "dir"),
-    ("demo", "config"),
+    ("demo", "config"), ("pack", "path"), ("pack", "problems"), ("pack", "validation"), ("unpack", "archive"),
 }  # fmt: skip
 #: Options holding a path that the parser reads as text (a setting), with the outputs above.
 TEXT_PATH_OPTIONS = {("train", "tensorboard")}
@@ -84,10 +86,11 @@ class Workspace:
     config: Path
     journal: Path  # the journal of a finished dataset build of `levels`
     dataset: Path  # that build's dataset
+    archive: Path  # `run` packed (`sgps pack`)
 
     def fill(self, template: str, out: str) -> list[str]:
         names = {"{levels}": str(self.levels), "{run}": str(self.run), "{config}": str(self.config),
-                 "{fresh}": str(self.root / "fresh-run")}  # fmt: skip
+                 "{fresh}": str(self.root / "fresh-run"), "{archive}": str(self.archive)}  # fmt: skip
         words = []
         for word in template.split():
             words.append(out if word == "{OUT}" else names.get(word, word))
@@ -157,7 +160,7 @@ def output_path_cases(space: Workspace) -> list[Case]:
             argv = space.fill(template, value)
             cases.append(Case("output paths", f"{command} --{dest} <{label}>", _cli(argv)))
         if command not in ("generate", "demo"):  # the command's own input as its output
-            argv = space.fill(template, str(space.run if command in ("test", "subgoals") else space.levels))
+            argv = space.fill(template, str(space.run if command in ("test", "subgoals", "pack") else space.levels))
             cases.append(Case("output paths", f"{command} --{dest} <its input>", _cli(argv)))
     return cases
 
@@ -450,6 +453,9 @@ def make_workspace(root: Path) -> Workspace:
     with _quiet():
         assert main(["train", "--problems", str(levels), "--out", str(run), "--preset", "tiny", "--quiet",
                      "--device", "cpu", "--max-iterations", "1", "--workers", "1"]) == 0  # fmt: skip
+    archive = root / "archive"
+    with _quiet():
+        assert main(["pack", str(run), "--problems", str(levels), "--out", str(archive)]) == 0
     config = root / "compare.toml"
     config.write_text("[problems]\n")
     journal, dataset = root / "journal-template", root / "dataset.npz"
@@ -459,7 +465,7 @@ def make_workspace(root: Path) -> Workspace:
     (root / "dangling").symlink_to(root / "nowhere")
     (root / "a-folder").mkdir()
     (root / "a-file").write_text("x")
-    return Workspace(root, levels, run, config, journal, dataset)
+    return Workspace(root, levels, run, config, journal, dataset, archive)
 
 
 def run_cases(cases: Sequence[Case], root: Path, *, limit: int = 30) -> None:

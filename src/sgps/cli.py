@@ -30,12 +30,14 @@ from sgps.domains.render import write_png
 from sgps.domains.solver import default_state_cap
 from sgps.errors import ConfigError, SgpsError
 from sgps.experiments import CompareOutcome, compare, write_report
+from sgps.experiments.packing import describe_archive, pack, resume_command, unpack
 from sgps.experiments.summary import terminal_summary
 from sgps.models.precision import PRECISIONS
 from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
 from sgps.search.shared import EVALUATOR_PLACES
 from sgps.training import runner
+from sgps.training.archive import DEFAULT_PART_BYTES, MIN_PART_BYTES
 from sgps.training.config import TRAIN_OPTIONS, check_options_apply, option_overrides
 from sgps.training.methods.hips import run as hips
 from sgps.training.methods.hips.dataset import build_dataset, dataset_journal, write_dataset
@@ -97,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_subgoals_command,
         _add_compare_command,
         _add_report_command,
+        _add_pack_commands,
         _add_demo_command,
     ):
         add_command(commands)
@@ -303,6 +306,24 @@ def _add_report_command(commands: Any) -> None:
     """`sgps report`: tables and curves of a comparison folder."""
     report_cmd = commands.add_parser("report", help="tables and learning curves of a comparison folder")
     report_cmd.add_argument("dir", type=_path, metavar="DIR", help="the folder `sgps compare` wrote")
+
+
+def _add_pack_commands(commands: Any) -> None:
+    """`sgps pack` and `sgps unpack`: a run or comparison folder as an archive, to go on on another machine."""
+    pack_cmd = commands.add_parser(
+        "pack", help="pack a run or comparison folder into an archive that resumes on another machine"
+    )
+    pack_cmd.add_argument("path", type=_path, metavar="PATH", help="a run folder (sgps train) or comparison folder")
+    pack_cmd.add_argument("--out", type=_path, required=True, metavar="ARCHIVE",
+                          help="the archive folder to write (archive.json and its parts)")  # fmt: skip
+    pack_cmd.add_argument("--problems", type=_path, help="a run folder's training level file (it travels along)")
+    pack_cmd.add_argument("--validation", type=_path, help="a run folder's validation level file, if it had one")
+    pack_cmd.add_argument("--part-size", type=_int, default=DEFAULT_PART_BYTES // 2**20, metavar="MIB",
+                          help="largest part of the archive, in MiB (default: %(default)s)")  # fmt: skip
+    pack_cmd.add_argument("--overwrite", action="store_true", help="replace the archive at --out")
+    unpack_cmd = commands.add_parser("unpack", help="unpack an archive of `sgps pack` into a new folder")
+    unpack_cmd.add_argument("archive", type=_path, metavar="ARCHIVE", help="the archive folder")
+    unpack_cmd.add_argument("--out", type=_path, required=True, metavar="DIR", help="the new folder to unpack into")
 
 
 def _add_demo_command(commands: Any) -> None:
@@ -674,6 +695,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pack(args: argparse.Namespace) -> int:
+    _check_range("--part-size", args.part_size, MIN_PART_BYTES // 2**20, 2**20)
+    index = pack(args.path, args.out, problems=args.problems, validation=args.validation,
+                 part_bytes=args.part_size * 2**20, overwrite=args.overwrite)  # fmt: skip
+    size = sum(int(part["bytes"]) for part in index.parts) / 2**20
+    print(f"packed the {index.kind} {args.path} into {args.out}: {len(index.parts)} part(s), {size:.1f} MiB")
+    for line in describe_archive(index):
+        print(f"  {line}")
+    return 0
+
+
+def cmd_unpack(args: argparse.Namespace) -> int:
+    index = unpack(args.archive, args.out)
+    print(f"unpacked the {index.kind} packed on {index.packed.get('at')} ({index.packed.get('host')}) into {args.out}")
+    for line in describe_archive(index):
+        print(f"  {line}")
+    print(f"go on with: {resume_command(index, args.out)}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Generate a few levels of each domain, solve the first exactly, draw its solution; then a small comparison."""
     _check_range("--count", args.count, 1, MAX_LEVELS)
@@ -739,6 +780,8 @@ COMMANDS = {
     "subgoals": cmd_subgoals,
     "compare": cmd_compare,
     "report": cmd_report,
+    "pack": cmd_pack,
+    "unpack": cmd_unpack,
     "demo": cmd_demo,
 }
 

@@ -95,7 +95,8 @@ def levels_digest(path: Path) -> str:
     return states_digest(levels.domain, levels.states())
 
 
-def _stored_digests(files: ProblemFiles) -> dict[str, str]:
+def stored_digests(files: ProblemFiles) -> dict[str, str]:
+    """The digests ``problems/digests.json`` records, by file name relative to the problems folder."""
     if not files.digests.exists():
         return {}
     try:
@@ -108,15 +109,15 @@ def _stored_digests(files: ProblemFiles) -> dict[str, str]:
     return stored
 
 
-def _key(files: ProblemFiles, path: Path) -> str:
+def digest_key(files: ProblemFiles, path: Path) -> str:
     return str(path.relative_to(files.train.parent))
 
 
 def changed_problem_files(files: ProblemFiles) -> list[Path]:
     """The problem files whose levels differ from the digest recorded when they were written."""
-    stored = _stored_digests(files)
-    recorded = [path for path in files.all() if _key(files, path) in stored and path.exists()]
-    return [path for path in recorded if _digest_or_none(path) != stored[_key(files, path)]]
+    stored = stored_digests(files)
+    recorded = [path for path in files.all() if digest_key(files, path) in stored and path.exists()]
+    return [path for path in recorded if _digest_or_none(path) != stored[digest_key(files, path)]]
 
 
 def _digest_or_none(path: Path) -> str | None:
@@ -130,8 +131,8 @@ def _digest_or_none(path: Path) -> str | None:
 def record_problem_digests(files: ProblemFiles) -> None:
     """Record the digest of every problem file that has none yet (new sets, and comparisons
     started before digests were kept), atomically."""
-    stored = _stored_digests(files)
-    missing = [path for path in files.all() if path.exists() and _key(files, path) not in stored]
+    stored = stored_digests(files)
+    missing = [path for path in files.all() if path.exists() and digest_key(files, path) not in stored]
     if missing:
-        stored.update({_key(files, path): levels_digest(path) for path in missing})
+        stored.update({digest_key(files, path): levels_digest(path) for path in missing})
         atomic_write_text(files.digests, json.dumps(stored, indent=1, sort_keys=True) + "\n")

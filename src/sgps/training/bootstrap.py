@@ -233,8 +233,12 @@ class Bootstrap:
         fingerprint: Mapping[str, str] | None = None,
         listeners: Sequence[LoopListener] = (),
         evaluation_batch: int = 1,
+        device: str = "cpu",
     ) -> None:
         """`pool`: where to search (worker processes); None searches in this process, in lockstep.
+
+        `device`: where the method computes, saved with every checkpoint; `last_device` then
+        tells the device a resumed run last trained on (a run may move between machines).
 
         `evaluation_batch`: children each search gathers before one evaluation (1: exact
         best-first order; `search.evaluation_batch`).
@@ -256,6 +260,8 @@ class Bootstrap:
         self.config = config
         self.run_dir = run_dir
         self.fingerprint = dict(fingerprint or {})
+        self.device = device
+        self.last_device: str | None = None  # the device of the checkpoint resumed from (None: not saved)
         self.listeners = list(listeners)
         self.schedule = get_schedule(config.schedule)
         self.rng = np.random.default_rng(config.seed)
@@ -483,6 +489,7 @@ class Bootstrap:
             "rows": self.run_dir.row_counts(),
             "log_lines": self.run_dir.log_lines(),
             "fingerprint": self.fingerprint,
+            "device": self.device,
         }
         data = encode_trainer_state(payload)
         self.method.save_model(self.run_dir.checkpoints / "latest.safetensors")
@@ -513,6 +520,7 @@ class Bootstrap:
         except (TypeError, KeyError, ValueError, RuntimeError) as error:
             raise CheckpointError(f"{path}: does not fit this run ({_first_line(error)})") from None
         self.state = state
+        self.last_device = str(payload["device"]) if "device" in payload else None
         self.run_dir.truncate(payload["rows"])
         if "log_lines" in payload:  # checkpoints written before the log was counted keep their log
             self.run_dir.truncate_log(int(payload["log_lines"]))

@@ -43,7 +43,7 @@ from sgps.training.setup import (
     build_subgoal_method,
     pick_device,
     setup_frozen,
-    split_problems,
+    training_and_validation,
 )
 from sgps.training.tensorboard import TensorBoardLog, remove_run_events, require_tensorboard
 from sgps.training.testing import TestProgress, TestSummary, attempt_identity, record_path, run_test
@@ -125,16 +125,7 @@ def train(
     evaluation_batch = config.search.evaluation_batch or default_evaluation_batch(search_device)
     search_settings = dataclasses.replace(config.search, evaluation_batch=evaluation_batch)
     config = dataclasses.replace(config, run=run_settings, search=search_settings)
-    shape = levels.observation_shape()
-    states = levels.states()
-    if validation is not None:
-        validation_set = read_levels(validation, levels.domain.name)
-        validation_set.observation_shape(shape)
-        train_levels, validation_levels = states, validation_set.states()
-    else:
-        train_levels, validation_levels = split_problems(states, config.run.validation_fraction, config.bootstrap.seed)
-    if not train_levels:
-        raise ConfigError(f"{problems}: no training problems left after the validation split")
+    train_levels, validation_levels = training_and_validation(problems, levels, validation, config)
     method = build_method(levels.domain, train_levels[0], config)
     run_dir = RunDirectory(out, method.report_columns)
     with contextlib.ExitStack() as stack:
@@ -147,13 +138,16 @@ def train(
             pool = stack.enter_context(local_pool(workers, levels.domain, train_levels[0], method, config))
         fingerprint = run_fingerprint(config, levels.domain, train_levels, validation_levels)
         bootstrap = Bootstrap(levels.domain, train_levels, validation_levels, method, config.bootstrap, run_dir, pool,
-                              fingerprint, evaluation_batch=config.search.evaluation_batch)  # fmt: skip
+                              fingerprint, evaluation_batch=config.search.evaluation_batch,
+                              device=device.type)  # fmt: skip
         if resume:
             left_out = run_dir.keep_older_learning_columns()
             bootstrap.resume()
             finished = bootstrap.why_finished()
             if finished is not None:  # allowed, and nothing happens: say so, and how to go on
                 warnings.warn(f"{out}: nothing trained: {finished}", stacklevel=2)
+            else:
+                _log_resume(run_dir, bootstrap, device.type)
             if left_out:
                 run_dir.log(f"sgps {sgps_version()}: this run started before metrics/learning.csv had the columns "
                             f"{', '.join(left_out)}; they are not recorded for it")  # fmt: skip
@@ -171,6 +165,15 @@ def train(
         with setup_frozen():
             state = _run_with_progress(bootstrap, len(train_levels), quiet, max_batches)
     return config, state
+
+
+def _log_resume(run_dir: RunDirectory, bootstrap: Bootstrap, device: str) -> None:
+    """Say in the run's log where it goes on, and whether it moved to another device (a run may
+    move between a laptop and a GPU machine through its archive, `sgps.training.packing`)."""
+    last = bootstrap.last_device
+    moved = f", moved from {last}" if last is not None and last != device else ""
+    run_dir.log(f"sgps {sgps_version()}: resumed on {device}{moved} at {bootstrap.state.cumulative_expansions} "
+                f"expansions (iteration {bootstrap.state.iteration}, batch {bootstrap.state.next_batch})")
 
 
 def run_output(out: Path) -> Output:

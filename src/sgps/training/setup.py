@@ -6,12 +6,14 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from sgps.domains.base import Domain
+from sgps.domains.levels import LevelSet, read_levels
 from sgps.errors import ConfigError
 from sgps.models.cost import flops_per_state
 from sgps.models.flat import FlatNetwork, FlatNetworkConfig
@@ -120,6 +122,24 @@ def setup_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
+def training_and_validation(
+    problems: Path, levels: LevelSet, validation: Path | None, config: TrainConfig
+) -> tuple[list[Any], list[Any]]:
+    """A run's training and validation problems: the levels of `problems` (read as `levels`) and those
+    of the `validation` file, or the levels split by `split_problems` when no validation file is given."""
+    states = levels.states()
+    if validation is not None:
+        validation_set = read_levels(validation, levels.domain.name)
+        validation_set.observation_shape(levels.observation_shape())
+        train, held_out = states, validation_set.states()
+    else:
+        levels.observation_shape()
+        train, held_out = split_problems(states, config.run.validation_fraction, config.bootstrap.seed)
+    if not train:
+        raise ConfigError(f"{problems}: no training problems left after the validation split")
+    return train, held_out
+
+
 def split_problems(levels: Sequence[Any], fraction: float, seed: int) -> tuple[list[Any], list[Any]]:
     """Shuffle with the run seed, then take the first (1 - fraction) for training, the rest for validation."""
     order = np.random.default_rng(seed).permutation(len(levels))
@@ -139,6 +159,7 @@ __all__ = [
     "search_algorithm",
     "setup_frozen",
     "split_problems",
+    "training_and_validation",
 ]
 
 

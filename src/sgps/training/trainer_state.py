@@ -41,7 +41,12 @@ def encode_trainer_state(state: dict[str, Any]) -> bytes:
 
 def read_trainer_state(path: Path) -> dict[str, Any]:
     """The state saved in trainer.pt at `path`, its digest checked; `CheckpointError` naming the file otherwise."""
-    outer = _load(path, read_bounded(path, TRAINER_STATE_LIMIT, "trainer checkpoint"))
+    return decode_trainer_state(read_bounded(path, TRAINER_STATE_LIMIT, "trainer checkpoint"), path)
+
+
+def decode_trainer_state(data: bytes, path: Path) -> dict[str, Any]:
+    """The state in the bytes `data` of a trainer.pt (read from `path`, which errors name), its digest checked."""
+    outer = _load(path, data)
     if not isinstance(outer, dict) or outer.get("format") != FORMAT:
         return outer  # written before the digest: the state itself (its entries are checked by the caller)
     payload, digest = outer.get("payload"), outer.get("sha256")

@@ -1,0 +1,290 @@
+"""The archive format: a folder's files packed into a few compressed parts that travel between machines.
+
+A run of tens of millions of expansions outlives the machine it started on; what survives is
+what is committed to a repository, where a file may be at most a few MiB. An archive is a
+folder::
+
+    ARCHIVE/archive.json        what it holds: the format, what was packed (`kind`, `about`),
+                                when, where and by which sgps; every member (path, size,
+                                SHA-256) and every part (name, size, SHA-256)
+    ARCHIVE/part-000.tar.xz     one xz-compressed tar stream of the members, cut into
+    ARCHIVE/part-001.tar.xz     consecutive parts of at most `part_size` bytes each
+    ...
+
+Reading checks every part's digest before anything is extracted (a missing, truncated or
+edited part is named), takes regular files only, at relative paths, and checks every
+member's digest against the index. Writing is atomic: a new archive is built beside its
+place and renamed into it, so a reader sees the old archive or the new one, never half of
+either. What goes into an archive, and what comes out of it, is decided by the callers
+(`sgps.training.packing` for a run folder, `sgps.experiments.packing` for a comparison).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import io
+import json
+import lzma
+import os
+import platform
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sgps.errors import ConfigError
+from sgps.fileio import atomic_write_text, current_umask, open_regular
+from sgps.version import sgps_version
+
+FORMAT = "sgps-archive"
+FORMAT_VERSION = 1
+INDEX = "archive.json"
+PART_PATTERN = "part-{:03d}.tar.xz"
+#: The largest file a repository takes without special handling (GitHub warns above 50 MB,
+#: and this project keeps every committed file at most 16 MiB).
+DEFAULT_PART_BYTES = 16 * 2**20
+#: Parts smaller than this would only multiply files.
+MIN_PART_BYTES = 2**20
+#: A bound on what one archive may unpack to, so that a damaged or hostile index cannot fill a disk.
+MAX_UNPACKED_BYTES = 64 * 2**30
+_XZ_PRESET = 6
+
+
+@dataclass(frozen=True)
+class Member:
+    """One file of an archive: its path inside the archive (POSIX, relative) and its bytes."""
+
+    path: str
+    data: bytes
+
+    def record(self) -> dict[str, Any]:
+        return {"path": self.path, "bytes": len(self.data), "sha256": hashlib.sha256(self.data).hexdigest()}
+
+
+@dataclass(frozen=True)
+class ArchiveIndex:
+    """The contents of ``archive.json``."""
+
+    kind: str  # what was packed: "run" or "comparison"
+    about: Mapping[str, Any]  # what the packer says of it (the run's progress, where to resume it)
+    members: tuple[Mapping[str, Any], ...]
+    parts: tuple[Mapping[str, Any], ...]
+    packed: Mapping[str, Any]  # when, on which host, by which sgps
+
+    def to_json(self) -> str:
+        entry = {"format": FORMAT, "version": FORMAT_VERSION, **dataclasses.asdict(self)}
+        return json.dumps(entry, indent=1, sort_keys=True, default=list) + "\n"
+
+
+def checked_member_path(path: str) -> str:
+    """`path` as an archive member: relative, POSIX, without `.` or `..` parts (else ValueError)."""
+    pure = PurePosixPath(path)
+    if not path or pure.is_absolute() or "\\" in path or any(part in ("", ".", "..") for part in path.split("/")):
+        raise ValueError(f"not a relative member path: {path!r}")
+    return str(pure)
+
+
+def write_archive(
+    archive: Path,
+    kind: str,
+    about: Mapping[str, Any],
+    members: Sequence[Member],
+    *,
+    part_bytes: int = DEFAULT_PART_BYTES,
+    overwrite: bool = False,
+) -> ArchiveIndex:
+    """Write `members` as the archive folder `archive` (replacing an archive there if `overwrite`).
+
+    The caller has checked `archive` as an output (`sgps.outputs`); here a folder that is not
+    an archive is never replaced, whatever `overwrite` says.
+    """
+    if part_bytes < MIN_PART_BYTES:
+        raise ConfigError(f"the part size must be at least {MIN_PART_BYTES // 2**20} MiB")
+    paths = [checked_member_path(member.path) for member in members]
+    if len(set(paths)) != len(paths):
+        raise ValueError("an archive member is given twice")
+    if archive.exists() and not (overwrite and is_archive(archive)):
+        raise ConfigError(
+            f"{archive}: already exists; choose another name"
+            + (", or pass --overwrite to replace the archive" if is_archive(archive) else "")
+        )
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{archive.name}.", suffix=".packing", dir=archive.parent))
+    try:
+        stream = _compressed_tar(members)
+        parts = []
+        for number, start in enumerate(range(0, max(len(stream), 1), part_bytes)):
+            data = stream[start : start + part_bytes]
+            name = PART_PATTERN.format(number)
+            (building / name).write_bytes(data)
+            parts.append({"name": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+        index = ArchiveIndex(kind, dict(about), tuple(member.record() for member in members), tuple(parts),
+                             _packed_here())  # fmt: skip
+        atomic_write_text(building / INDEX, index.to_json())
+        os.chmod(building, 0o777 & ~current_umask())
+        _swap_into_place(building, archive)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return index
+
+
+def _compressed_tar(members: Sequence[Member]) -> bytes:
+    """One xz-compressed tar stream of `members`, in their order, with neutral owners and times."""
+    buffer = io.BytesIO()
+    with (
+        lzma.LZMAFile(buffer, "wb", preset=_XZ_PRESET) as xz,
+        tarfile.open(fileobj=xz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for member in members:
+            info = tarfile.TarInfo(member.path)
+            info.size, info.mode, info.mtime = len(member.data), 0o644, 0
+            tar.addfile(info, io.BytesIO(member.data))
+    return buffer.getvalue()
+
+
+def _packed_here() -> dict[str, Any]:
+    now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    return {"at": now.isoformat(), "host": platform.node(), "sgps": sgps_version(),
+            "python": platform.python_version()}  # fmt: skip
+
+
+def _swap_into_place(built: Path, archive: Path) -> None:
+    """Rename the finished folder `built` to `archive`, replacing an archive there."""
+    if not archive.exists():
+        os.rename(built, archive)
+        return
+    retired = Path(tempfile.mkdtemp(prefix=f".{archive.name}.", suffix=".replaced", dir=archive.parent))
+    os.rename(archive, retired / "old")
+    try:
+        os.rename(built, archive)
+    except BaseException:
+        os.rename(retired / "old", archive)
+        raise
+    finally:
+        shutil.rmtree(retired, ignore_errors=True)
+
+
+def is_archive(path: Path) -> bool:
+    """Whether `path` is a folder holding an archive index."""
+    return path.is_dir() and (path / INDEX).is_file()
+
+
+def read_index(archive: Path) -> ArchiveIndex:
+    """The checked index of the archive folder `archive` (`ConfigError` naming what is wrong)."""
+    index_file = archive / INDEX
+    if not archive.is_dir():
+        raise ConfigError(f"{archive}: not an archive folder (`sgps pack` writes one)")
+    try:
+        with open_regular(index_file) as handle:
+            entry = json.loads(handle.read(2**24))
+    except FileNotFoundError:
+        raise ConfigError(f"{archive}: no {INDEX} here; not an archive written by `sgps pack`") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ConfigError(f"{index_file}: not a readable archive index ({error})") from None
+    if not isinstance(entry, dict) or entry.get("format") != FORMAT:
+        raise ConfigError(f"{index_file}: not an archive index written by `sgps pack`")
+    if entry.get("version") != FORMAT_VERSION:
+        raise ConfigError(f"{index_file}: archive format version {entry.get('version')!r}; this sgps reads "
+                          f"version {FORMAT_VERSION}")  # fmt: skip
+    try:
+        index = ArchiveIndex(str(entry["kind"]), dict(entry["about"]), tuple(dict(m) for m in entry["members"]),
+                             tuple(dict(p) for p in entry["parts"]), dict(entry["packed"]))  # fmt: skip
+        for member in index.members:
+            checked_member_path(str(member["path"]))
+            int(member["bytes"]), str(member["sha256"])
+        for part in index.parts:
+            if PurePosixPath(str(part["name"])).name != part["name"]:
+                raise ValueError(f"part name {part['name']!r}")
+            int(part["bytes"]), str(part["sha256"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise ConfigError(f"{index_file}: a damaged archive index ({error})") from None
+    if sum(int(member["bytes"]) for member in index.members) > MAX_UNPACKED_BYTES:
+        raise ConfigError(f"{index_file}: the members add up to more than {MAX_UNPACKED_BYTES // 2**30} GiB")
+    return index
+
+
+def read_members(archive: Path) -> tuple[ArchiveIndex, Iterator[Member]]:
+    """The index and the members of `archive`, every part and member checked against the index.
+
+    The parts are checked before the first member is returned; each member is checked as it
+    is read, so a caller writes members to a temporary place and keeps them only once the
+    iterator is exhausted without an error.
+    """
+    index = read_index(archive)
+    stream = bytearray()
+    for part in index.parts:
+        path = archive / str(part["name"])
+        try:
+            with open_regular(path, "rb") as handle:
+                data = handle.read(int(part["bytes"]) + 1)
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: missing; the archive has {len(index.parts)} parts") from None
+        except OSError as error:
+            raise ConfigError(f"{path}: cannot read it ({error.strerror or error})") from None
+        if len(data) != int(part["bytes"]) or hashlib.sha256(data).hexdigest() != part["sha256"]:
+            raise ConfigError(f"{path}: its bytes differ from those the archive index records (a truncated, "
+                              "edited or foreign part); copy the archive again")  # fmt: skip
+        stream += data
+    return index, _members(archive, index, bytes(stream))
+
+
+def _members(archive: Path, index: ArchiveIndex, stream: bytes) -> Iterator[Member]:
+    expected = {str(member["path"]): member for member in index.members}
+    seen: set[str] = set()
+    try:
+        with lzma.LZMAFile(io.BytesIO(stream)) as xz, tarfile.open(fileobj=xz, mode="r|") as tar:
+            for info in tar:
+                record = expected.get(info.name)
+                if not info.isfile() or record is None or info.name in seen:
+                    raise ConfigError(f"{archive}: holds {info.name!r}, which its index does not list")
+                handle = tar.extractfile(info)
+                data = handle.read() if handle is not None else b""
+                if len(data) != int(record["bytes"]) or hashlib.sha256(data).hexdigest() != record["sha256"]:
+                    raise ConfigError(f"{archive}: member {info.name} differs from its digest in the index")
+                seen.add(info.name)
+                yield Member(info.name, data)
+    except (lzma.LZMAError, tarfile.TarError, EOFError) as error:
+        raise ConfigError(f"{archive}: not a readable archive stream ({error})") from None
+    missing = sorted(expected.keys() - seen)
+    if missing:
+        raise ConfigError(f"{archive}: member {missing[0]} is listed in the index but not in the parts")
+
+
+def extract_to_new_folder(
+    archive: Path, out: Path, complete: Callable[[ArchiveIndex, Path], None] | None = None
+) -> ArchiveIndex:
+    """Unpack every member of `archive` into the new folder `out`, atomically.
+
+    Everything is written into a temporary folder beside `out`, which is renamed to `out`
+    only once every member has been checked and `complete` (given the index and that
+    folder: it may add what the packer left out, or raise) has returned.
+    """
+    if out.exists() or out.is_symlink():
+        raise ConfigError(f"{out}: already exists; unpack into a new folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".unpacking", dir=out.parent))
+    try:
+        index, members = read_members(archive)
+        for member in members:
+            _write_member(building, member.path, member.data)
+        if complete is not None:
+            complete(index, building)
+        os.chmod(building, 0o777 & ~current_umask())
+        os.rename(building, out)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return index
+
+
+def _write_member(root: Path, path: str, data: bytes) -> None:
+    target = root.joinpath(*PurePosixPath(path).parts)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "xb") as handle:
+        handle.write(data)
