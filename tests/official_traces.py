@@ -1,10 +1,12 @@
 """Reading and replaying the BoulderDash traces recorded from the official simulator (tests/data).
 
-tools/reference/record_boulderdash.py writes one JSON line per random walk: the level
-string, the game parameters, the actions, and after every step the grid (one character
-per cell, ``chr(48 + code)``), the official packed state's agent, gems, fate, magic
-wall and blob fields and random state, and the observation's channel per cell (null
-where the official observation is undefined: states holding codes 47-49).
+tools/reference/record_boulderdash.py writes one JSON line per random walk (TRACES) or
+fixed case (CASES, recorded with ``--cases``; each names itself in a ``case`` field):
+the level string, the game parameters, the actions, and after every step the grid (one
+character per cell, ``chr(48 + code)``), the official packed state's agent, gems, fate
+flags (alive, in the exit), magic wall and blob fields and random state, and the
+observation's channel per cell (null where the official observation is undefined:
+states holding codes 47-49).
 """
 
 from __future__ import annotations
@@ -18,12 +20,27 @@ from sgps.domains.animation import trajectory
 from sgps.domains.boulderdash import PARAMETER_FIELDS, BoulderDash, DynamicState
 
 TRACES = Path(__file__).parent / "data" / "boulderdash_official_traces.jsonl.gz"
+CASES = Path(__file__).parent / "data" / "boulderdash_official_cases.jsonl.gz"
 MILLION = 1_000_000
 
 
-def trace_records() -> list[dict[str, Any]]:
-    with gzip.open(TRACES, "rt") as handle:
+def read_records(path: Path) -> list[dict[str, Any]]:
+    with gzip.open(path, "rt") as handle:
         return [json.loads(line) for line in handle]
+
+
+def trace_records() -> list[dict[str, Any]]:
+    """Every recorded walk and case: the random walks first, then the fixed cases."""
+    return read_records(TRACES) + read_records(CASES)
+
+
+def find_case(line: str, actions: list[int]) -> dict[str, Any]:
+    """The recorded case of `line` (an sgps level line: the official level, then the parameter fields) and `actions`."""
+    fields = [int(field) for field in line.split("|")]
+    for record in read_records(CASES):
+        if level_fields(record) == fields and record["actions"] == actions:
+            return record
+    raise LookupError(f"no recorded case plays {line} with actions {actions} (tools/reference/record_boulderdash.py)")
 
 
 def level_fields(record: dict[str, Any]) -> list[int]:

@@ -108,6 +108,54 @@ def test_bad_parameter_fields_are_named(tmp_path, trailing, message):
     assert message in str(caught.value) and "bad.txt:2:" in str(caught.value)
 
 
+GRAVITY_ON = [1, 140, 20, 160000, 0, 1, 1, 0]
+
+
+#: One-row levels (agent, ..., exit) and whether a level needing that many diamonds is accepted.
+GEMS_REQUIRED_CASES = [
+    ([0, 5, 7], 1, True),
+    ([0, 5, 7], 2, False),  # the paper's codes: one diamond and nothing makes more
+    ([0, 5, 3, 7], 2, False),  # a stone makes no diamond either
+    ([0, 5, 3, 20, 7], 2, True),  # ... unless a magic wall turns it into one
+    ([0, 5, 3, 20, 7], 3, False),
+    ([0, 5, 14, 7], 9, True),  # butterflies explode into diamonds
+    ([0, 5, 23, 7], 9, True),  # enclosed blobs turn into diamonds
+    ([0, 5, 24, 7], 9, True),  # an explosion to diamond
+    ([0, 5, 39, 7], 9, True),  # a falling stone cracks a nut into a diamond
+    ([0, 5, 8], 9, True),  # the open exit needs no diamonds
+    ([9, 5, 7], 9, True),  # the agent starts in the exit: solved already
+    ([0, 5, 14, 7], 2**31 - 1, True),  # the largest count (the official field is a C++ int)
+]
+
+
+@pytest.mark.parametrize(("cells", "required", "accepted"), GEMS_REQUIRED_CASES)
+@pytest.mark.parametrize("parameters", [[], GRAVITY_ON], ids=["defaults", "gravity"])
+def test_gems_required_refuses_only_the_levels_that_can_never_be_solved(cells, required, accepted, parameters):
+    """A level is refused when it needs more diamonds than it could ever hold and its exit is closed."""
+    domain = get_domain("boulderdash")
+    fields = [1, len(cells), required, *cells, *parameters]
+    if accepted:
+        state = domain.parse(fields)
+        assert bd.rules_of(state).gems_required == required and domain.encode(state) == fields
+    else:
+        with pytest.raises(LevelFormatError, match=rf"gems_required is {required} but the level holds at most \d"):
+            domain.parse(fields)
+
+
+@pytest.mark.parametrize("required", [-1, 2**31, 2**63 - 1])
+def test_gems_required_outside_its_range_is_named(required):
+    with pytest.raises(LevelFormatError, match=rf"gems_required is {required}; it must be between 0 and 2147483647"):
+        get_domain("boulderdash").parse([1, 3, required, 0, 14, 7])
+
+
+def test_level_fields_are_plain_decimal_integers(tmp_path):
+    """The official loader (std::stoi) also reads '+1'; sgps refuses it, so that a level means one thing."""
+    path = tmp_path / "plus.txt"
+    path.write_text("; sgps domain=boulderdash\n1|3|+1|0|5|7\n")
+    with pytest.raises(LevelFormatError, match="field 3 \\('\\+1'\\) is not an integer in ASCII digits"):
+        read_levels(path)
+
+
 def test_paper_levels_keep_their_fast_states_and_gravity_keeps_their_layout():
     domain = get_domain("boulderdash")
     for seed in range(50001, 50011):
@@ -231,9 +279,6 @@ def with_parameters(rows: list[list[int]], required: int, parameters: list[int])
     return [len(rows), len(rows[0]), required, *(code for row in rows for code in row), *parameters]
 
 
-GRAVITY_ON = [1, 140, 20, 160000, 0, 1, 1, 0]
-
-
 def test_sgps_decisions_where_the_official_code_is_undefined_or_ends():
     domain = get_domain("boulderdash")
     # a gate jump onto the open exit enters it (spec 3.8), on the full scan too
@@ -244,10 +289,20 @@ def test_sgps_decisions_where_the_official_code_is_undefined_or_ends():
         state = domain.parse(with_parameters([[0, code, 1, 7]], 0, GRAVITY_ON))
         after = domain.step(state, 1)
         assert after.agent == 0 and after.grid[1] == code
-    # a butterfly that turns and moves at once never leaves the grid (officially undefined there)
-    state = domain.parse(with_parameters([[14, 18], [18, 18], [0, 7]], 0, [0, 140, 20, 160000, 0, 1, 2, 0]))
-    after = domain.step(state, 0)
-    assert after.grid[0] in bd.BUTTERFLIES and len(after.grid) == 6
+    # a butterfly that turns and moves at once never steps past the first or last cell (officially undefined):
+    # left from the first cell (heading up), up from the top row (heading right), down from the bottom row
+    # (heading left), right from the last cell (heading down); at the other side edges it wraps (the traces)
+    instant = [0, 140, 20, 160000, 0, 1, 2, 0]
+    for rows, butterfly in [
+        ([[14, 18], [18, 18], [0, 7]], 0),
+        ([[18, 17, 18], [18, 18, 18], [0, 7, 1]], 1),
+        ([[0, 7, 1], [18, 18, 18], [18, 15, 18]], 7),
+        ([[0, 7], [18, 18], [18, 16]], 5),
+    ]:
+        state = domain.parse(with_parameters(rows, 0, instant))
+        after = domain.step(state, 0)
+        assert after.grid[butterfly] in bd.BUTTERFLIES and after.grid[butterfly] != state.grid[butterfly]
+        assert after.grid.count(bd.EMPTY) == state.grid.count(bd.EMPTY)
     # a falling stone on the bottom row with butterflies turning into diamonds just lands
     state = domain.parse(with_parameters([[0, 7], [4, 1]], 0, [0, 140, 20, 160000, 0, 2, 1, 0]))
     assert domain.step(state, 0).grid[2] == bd.STONE

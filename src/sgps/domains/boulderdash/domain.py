@@ -25,6 +25,15 @@ Rules of the paper's levels (spec/domains.md section 3):
   gravity off (the official falling-diamond update has no gravity check).
 - Goal: the agent in the exit. Dead: the agent killed (its cell holds an explosion).
 
+Levels beyond the paper's keep the agent's fate as the official flags (`scan.Hidden`),
+set during the step: a butterfly that turns and moves at once may overwrite the agent
+in the exit (still solved) or, wrapping round a row's end, the agent itself (still
+alive, officially; the agent's moves then move what its cell holds).
+
+`gems_required` is a count from 0 to 2**31 - 1 (the official field is a C++ int). A
+level that provably can never be solved for want of diamonds is refused
+(`check_gems_required`); every other level the official loader accepts is accepted.
+
 Decision (spec 3.8): landing on the open exit by a gate jump enters the exit. The
 official code overwrites the exit instead, which makes the level unsolvable; generated
 levels never put the exit in line with a gate.
@@ -57,7 +66,9 @@ from sgps.domains.boulderdash.drawing import LEGEND, MORE_LEGEND, SPRITE_INDEX, 
 from sgps.domains.boulderdash.elements import (
     AGENT,
     AGENT_IN_EXIT,
+    BLOB,
     BRICK_WALL,
+    BUTTERFLIES,
     CLOSED_GATES,
     DIAMOND,
     DIAMOND_FALLING,
@@ -66,14 +77,23 @@ from sgps.domains.boulderdash.elements import (
     EXIT_CLOSED,
     EXIT_OPEN,
     EXPLOSION,
+    EXPLOSION_DIAMOND,
+    EXPLOSION_STONE,
     GATE_OF_KEY,
     KEYS,
+    MAGIC_DORMANT,
+    MAGIC_EXPIRED,
+    MAGIC_ON,
     NUM_CHANNELS,
     NUM_CODES,
+    NUT,
+    NUT_FALLING,
     OPEN_GATES,
     PEBBLE_IN_DIRT,
     STATIC_CODES,
     STEEL_WALL,
+    STONE,
+    STONE_FALLING,
     STONE_IN_DIRT,
     VISIBLE_CHANNEL,
     VOID_IN_DIRT,
@@ -94,6 +114,16 @@ PARAMETER_FIELDS = (
 #: Inclusive bounds of each parameter field.
 _FIELD_BOUNDS = ((0, 1), (0, 2**31 - 1), (0, 255), (0, 1_000_000), (0, 1), (1, 2), (1, 2), (0, 2**63 - 1))
 _MILLION = 1_000_000
+#: Inclusive bounds of the gems_required field (the official field is a C++ int; a negative
+#: count would act as 0, so it is refused as a slip).
+GEMS_REQUIRED_BOUNDS = (0, 2**31 - 1)
+#: Elements whose rules can put a diamond where the level held none: butterflies (their
+#: explosions, or a falling stone with butterfly_explosion_ver 2), blobs (enclosed, they
+#: turn into diamonds), explosions to diamond, and nuts (cracked by a falling stone).
+_DIAMOND_MAKERS = frozenset({*BUTTERFLIES, BLOB, EXPLOSION_DIAMOND, NUT, NUT_FALLING})
+#: Magic walls turn falling stones into falling diamonds (and diamonds into stones), one for one.
+_MAGIC_WALLS = frozenset({MAGIC_DORMANT, MAGIC_ON, MAGIC_EXPIRED})
+_STONES = frozenset({STONE, STONE_FALLING, EXPLOSION_STONE})
 
 _ALIVE = (AGENT, AGENT_IN_EXIT)
 _OPEN_GATES = frozenset(OPEN_GATES)
@@ -159,17 +189,53 @@ def rules_from_fields(required: int, fields: Sequence[int]) -> Rules:
                  move_ver, seed)  # fmt: skip
 
 
+def diamond_bound(cells: Sequence[int]) -> int | None:
+    """The most diamonds a level can ever hold in all, or None when nothing bounds it.
+
+    Diamonds are made only by `_DIAMOND_MAKERS`; without them the level's diamonds are
+    all it gets, plus, with a magic wall, its stones (falling stones and explosions to
+    stone included), which the wall may turn into diamonds one for one. Without a maker
+    no rule makes a stone either (blobs turn into stones), so no later state holds more.
+    """
+    present = set(cells)
+    if not present.isdisjoint(_DIAMOND_MAKERS):
+        return None
+    bound = sum(code in _DIAMONDS for code in cells)
+    if not present.isdisjoint(_MAGIC_WALLS):
+        bound += sum(code in _STONES for code in cells)
+    return bound
+
+
+def check_gems_required(cells: Sequence[int], required: int) -> None:
+    """`LevelFormatError` for a level that provably can never be solved for want of diamonds.
+
+    The closed exit opens only once `required` diamonds are collected, so a level
+    needing more than `diamond_bound` is refused, unless it is solved already (the
+    agent starts in the exit) or holds an open exit, which the agent enters whatever it
+    has collected. Every other level is accepted, as the official loader accepts it.
+    """
+    bound = diamond_bound(cells)
+    if bound is None or required <= bound or AGENT_IN_EXIT in cells or EXIT_OPEN in cells:
+        return
+    stones = " (counting its stones, which a magic wall may turn into diamonds)" if _MAGIC_WALLS & set(cells) else ""
+    raise LevelFormatError(
+        f"gems_required is {required} but the level holds at most {bound} diamonds{stones}, nothing on it makes more "
+        f"(no butterfly, blob, nut or explosion to diamond) and its exit is closed, so it can never be solved"
+    )
+
+
 def make_state(cells: Sequence[int], rows: int, cols: int, rules: Rules) -> BoulderDashState:
-    """The initial state: a fast-path state for the paper's elements with the default parameters."""
+    """The initial state: a fast-path state for the paper's elements with the default parameters.
+
+    `LevelFormatError` for a level that can never be solved for want of diamonds
+    (`check_gems_required`).
+    """
     agents = count_exactly(cells, set(_ALIVE), 1, "agent (code 0 or 9)")
+    check_gems_required(cells, rules.gems_required)
     if rules == Rules(rules.gems_required) and STATIC_CODES.issuperset(cells):
-        available = sum(code in _DIAMONDS for code in cells)
-        if rules.gems_required > available:
-            raise LevelFormatError(
-                f"gems_required is {rules.gems_required} but the level has only {available} diamonds"
-            )
         return BoulderDashState(bytes(cells), agents[0], 0, Board.of(rows, cols, rules.gems_required))
-    return DynamicState(bytes(cells), agents[0], 0, Board.of(rows, cols, rules), initial_hidden(rules))
+    in_exit = cells[agents[0]] == AGENT_IN_EXIT
+    return DynamicState(bytes(cells), agents[0], 0, Board.of(rows, cols, rules), initial_hidden(rules, in_exit))
 
 
 class BoulderDash(Domain[BoulderDashState]):
@@ -197,8 +263,9 @@ class BoulderDash(Domain[BoulderDashState]):
         with_parameters = size > 0 and after_cells == extra
         (rows, cols, required), cells = split_level(fields[:-extra] if with_parameters else fields,
                                                     self.header_fields)  # fmt: skip
-        if not 0 <= required <= 255:
-            raise LevelFormatError(f"gems_required is {required}; it must be between 0 and 255")
+        low, high = GEMS_REQUIRED_BOUNDS
+        if not low <= required <= high:
+            raise LevelFormatError(f"gems_required is {required}; it must be between {low} and {high}")
         check_codes(cells, range(NUM_CODES), self.name, cols)
         rules = rules_from_fields(required, fields[-extra:]) if with_parameters else Rules(required)
         return make_state(cells, rows, cols, rules)
@@ -213,7 +280,7 @@ class BoulderDash(Domain[BoulderDashState]):
         if self.is_dead(state):
             raise ValueError("a BoulderDash state whose agent was killed cannot be written as a level")
         rules = rules_of(state)
-        if isinstance(state, DynamicState) and state.hidden != initial_hidden(rules):
+        if isinstance(state, DynamicState) and state.hidden != initial_hidden(rules, self.is_goal(state)):
             raise ValueError("a BoulderDash state after moves of its magic walls, blobs or oranges cannot be written "
                              "as a level")  # fmt: skip
         return [state.board.rows, state.board.cols, rules.gems_required, *state.grid, *parameter_fields(rules)]
@@ -222,11 +289,11 @@ class BoulderDash(Domain[BoulderDashState]):
         return list(state.grid)
 
     def step(self, state: BoulderDashState, action: int) -> BoulderDashState:
+        if type(state) is DynamicState:  # the episode is over once the official flags say so
+            return state if state[4].over else _step_scan(state, action)
         grid, agent = state.grid, state.agent
         if grid[agent] != AGENT:  # in the exit or killed: the episode is over
             return state
-        if type(state) is DynamicState:
-            return _step_scan(state, action)
         board = state.board
         moves = board.moves[action]
         target = moves[agent]
@@ -258,12 +325,30 @@ class BoulderDash(Domain[BoulderDashState]):
         return BoulderDashState(open_exit(bytes(new), gems, board.extra), target, gems, board)
 
     def is_goal(self, state: BoulderDashState) -> bool:
-        return state.grid[state.agent] == AGENT_IN_EXIT
+        """The agent is in the exit (the official `is_solution`).
+
+        The agent's cell holding the agent in the exit (code 9) or the agent (code 0)
+        settles it, as on the paper's levels; anything else there, on the other levels,
+        may be a butterfly that moved onto the agent, so the official flag decides.
+        """
+        code = state.grid[state.agent]
+        if code == AGENT_IN_EXIT:
+            return True
+        return code != AGENT and type(state) is DynamicState and state[4].agent_in_exit
 
     def is_dead(self, state: BoulderDashState) -> bool:
-        """The agent was killed: an explosion overwrote it (whatever the cause: falling objects,
-        creatures, bombs, chained explosions)."""
-        return state.grid[state.agent] not in _ALIVE
+        """The agent was killed: an explosion reached it (whatever the cause: falling objects,
+        creatures, bombs, chained explosions).
+
+        On the paper's levels the explosion shows on the agent's cell. On the others the
+        agent's cell holding the agent (code 0 or 9) still means alive, and anything else
+        there may be a butterfly that moved onto the agent without killing it, so the
+        official flag decides.
+        """
+        code = state.grid[state.agent]
+        if code in _ALIVE:
+            return False
+        return type(state) is not DynamicState or not state[4].agent_alive
 
     def solver_key(self, state: BoulderDashState) -> Any:
         """Dirt and empty cells act alike while nothing falls, so the solver then merges them.
@@ -384,7 +469,7 @@ def _step_scan(state: DynamicState, action: int) -> BoulderDashState:
     scan.move_agent(action)
     scan.update_all()
     grid, hidden = bytes(scan.grid), scan.hidden()
-    if grid == state.grid and hidden == state.hidden and scan.gems == state.gems:
+    if grid == state.grid and hidden == state.hidden and scan.gems == state.gems and scan.agent == state.agent:
         return state
     return DynamicState(grid, scan.agent, scan.gems, state.board, hidden)
 

@@ -79,12 +79,25 @@ class Rules(NamedTuple):
 
 
 class Hidden(NamedTuple):
-    """The official game state beyond the grid that later steps depend on."""
+    """The official game state beyond the grid that later steps depend on.
+
+    The agent's fate is kept as the official flags, set during the step, not read off the
+    grid afterwards: a butterfly that turns and moves at once (`butterfly_move_ver` 2)
+    may move onto the agent in the exit, or onto the agent itself from the other end of
+    a row, and officially the agent is then still in the exit, or still alive.
+    """
 
     magic_wall_steps: int  # active steps the magic walls have left (counts down while active)
     magic_active: bool
     blob_swap: int  # what every blob turns into from now on, or NO_SWAP
     random_state: int  # the xorshift64 state
+    agent_alive: bool  # cleared when an explosion reaches a cell holding the agent (code 0)
+    agent_in_exit: bool  # set when the agent enters the open exit (or the level starts with code 9)
+
+    @property
+    def over(self) -> bool:
+        """The episode has ended: the agent was killed or is in the exit (the official `is_terminal`)."""
+        return self.agent_in_exit or not self.agent_alive
 
 
 def splitmix64(seed: int) -> int:
@@ -95,9 +108,12 @@ def splitmix64(seed: int) -> int:
     return value ^ (value >> 31)
 
 
-def initial_hidden(rules: Rules) -> Hidden:
-    """The hidden state of a level before its first step (what the official constructor sets)."""
-    return Hidden(rules.magic_wall_steps, False, NO_SWAP, splitmix64(rules.random_seed))
+def initial_hidden(rules: Rules, in_exit: bool = False) -> Hidden:
+    """The hidden state of a level before its first step (what the official constructor sets).
+
+    `in_exit`: the level starts with the agent in the exit (code 9).
+    """
+    return Hidden(rules.magic_wall_steps, False, NO_SWAP, splitmix64(rules.random_seed), True, in_exit)
 
 
 @lru_cache(maxsize=256)
@@ -144,13 +160,13 @@ class Scan:
         self.rows, self.cols = board.rows, board.cols
         self.moves = board.moves
         self.rules = rules
-        self.magic_steps, self.magic_active, self.blob_swap, self.random_state = hidden
+        self.magic_steps, self.magic_active, self.blob_swap, self.random_state, self.alive, self.in_exit = hidden
         self.updated: set[int] = set()
         self.blob_size = 0
         self.blob_enclosed = True
 
     def hidden(self) -> Hidden:
-        return Hidden(self.magic_steps, self.magic_active, self.blob_swap, self.random_state)
+        return Hidden(self.magic_steps, self.magic_active, self.blob_swap, self.random_state, self.alive, self.in_exit)
 
     # -- primitives --------------------------------------------------------------------
 
@@ -216,8 +232,15 @@ class Scan:
                 stack.pop()
 
     def _blast(self, index: int, code: int) -> Iterator[tuple[int, int]]:
-        """Set `index` to `code`, then yield its on-grid neighbours with the explosion its old element leaves."""
-        blast = explosion_of(self.grid[index])
+        """Set `index` to `code`, then yield its on-grid neighbours with the explosion its old element leaves.
+
+        Blowing up a cell that holds the agent (code 0) clears the official alive flag;
+        nothing else does, whatever else may overwrite the agent's cell.
+        """
+        old = self.grid[index]
+        if old == AGENT:
+            self.alive = False
+        blast = explosion_of(old)
         self.put(index, code)
         row, col = divmod(index, self.cols)
         for dr, dc in _AROUND:
@@ -235,7 +258,11 @@ class Scan:
     # -- the agent -----------------------------------------------------------------------
 
     def move_agent(self, action: int) -> None:
-        """The official agent update, except where docs/domains.md says sgps decides otherwise."""
+        """The official agent update, except where docs/domains.md says sgps decides otherwise.
+
+        Like the official one it moves whatever the agent's cell holds: after a butterfly
+        landed on the agent from the other end of a row (`instant_move`), that butterfly.
+        """
         grid, agent = self.grid, self.agent
         target = self.moves[action][agent]
         if target < 0:
@@ -258,6 +285,7 @@ class Scan:
         elif code == EXIT_OPEN:
             self.move(agent, target)
             self.put(target, AGENT_IN_EXIT)
+            self.in_exit = True
         else:
             return
         self.agent = target
@@ -292,6 +320,8 @@ class Scan:
             self.gems += 1
         elif code in GATE_OF_KEY:
             self.open_gates(code)
+        elif code == EXIT_OPEN:
+            self.in_exit = True
         self.put(land, AGENT_IN_EXIT if code == EXIT_OPEN else AGENT)
         self.put(self.agent, EMPTY)
         self.agent = land
@@ -441,8 +471,7 @@ class Scan:
 
         Next to the agent or a blob it explodes. Otherwise it moves into an empty cell
         after turning, or else straight on, or else turns the other way and stays (a
-        butterfly with `butterfly_move_ver` 2 also moves that way, into whatever is
-        there: the official move does not look; a move off the grid is not made).
+        butterfly with `butterfly_move_ver` 2 also moves that way: `instant_move`).
         """
         if self.adjacent(index, (AGENT, BLOB)):
             self.explode(index, explosion)
@@ -456,8 +485,24 @@ class Scan:
                 return
         other = (heading - turn) % 4
         self.put(index, codes[other])
-        target = moves[other][index]
-        if codes is _BUTTERFLY_OF and self.rules.butterfly_move_ver == 2 and target >= 0:
+        if codes is _BUTTERFLY_OF and self.rules.butterfly_move_ver == 2:
+            self.instant_move(index, other)
+
+    def instant_move(self, index: int, direction: int) -> None:
+        """The move of a butterfly that turns and moves at once: one step of the flat index, onto whatever is there.
+
+        The official move adds the direction's offset to the row-major index and neither
+        looks at the cell nor checks the bounds. At the left or right edge it therefore
+        wraps, to the last cell of the row above or the first cell of the row below, and
+        may land on the agent there, which the neighbour test (bounded to the grid) did
+        not see: officially the agent is then still alive (`Hidden`), and the cell the
+        agent's moves start from holds the butterfly. Beyond the first or last cell of the
+        grid (up from the top row, down from the bottom row, left from the first cell,
+        right from the last) the official move writes outside the grid, which is
+        undefined; there the butterfly stays where it is.
+        """
+        target = index + (-self.cols, 1, self.cols, -1)[direction]
+        if 0 <= target < len(self.grid):
             self.move(index, target)
 
     def blob(self, index: int) -> None:
