@@ -8,12 +8,15 @@ Errors a user can act on (bad files, options, parameters) are printed as one lin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import math
 import re
+import signal
 import sys
+import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +31,7 @@ from sgps.domains.base import MAX_CELL
 from sgps.domains.generation import MAX_LEVELS, generate_levels, resolve_params
 from sgps.domains.render import write_png
 from sgps.domains.solver import default_state_cap
-from sgps.errors import ConfigError, SgpsError
+from sgps.errors import ConfigError, SgpsError, StopRequested
 from sgps.experiments import CompareOutcome, compare, write_report
 from sgps.experiments.packing import describe_archive, pack, resume_command, unpack
 from sgps.experiments.summary import terminal_summary
@@ -354,10 +357,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     warnings.formatwarning = _format_warning
     try:
-        _refuse_options_that_do_not_apply(args)
-        for module in args.plugin:
-            _load_plugin(module)
-        return COMMANDS[args.command](args)
+        with _stop_on_sigterm():
+            _refuse_options_that_do_not_apply(args)
+            for module in args.plugin:
+                _load_plugin(module)
+            return COMMANDS[args.command](args)
+    except StopRequested as stop:
+        print(f"sgps: stopped by {stop.signal_name}", file=sys.stderr)
+        return stop.code
     except SgpsError as error:
         print(f"sgps: error: {error}", file=sys.stderr)
         return 2
@@ -368,6 +375,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sgps: interrupted", file=sys.stderr)
         return 130
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM into `StopRequested` while a command runs, so that it stops as Ctrl-C stops it:
+    its search processes stopped, its locks released, a run resumable from its last checkpoint
+    (the default action would end the process on the spot and leave its workers behind)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread; the caller keeps its own
+        return
+
+    def stop(number: int, _frame: object) -> None:
+        raise StopRequested(signal.Signals(number).name, 128 + number)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _format_warning(message: Warning | str, category: type[Warning], *_: object, **__: object) -> str:

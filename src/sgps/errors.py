@@ -57,6 +57,22 @@ class RunLockedError(SgpsError):
     """A run directory is being trained by another process."""
 
 
+class SearchProcessLostError(SgpsError):
+    """A search process ended without answering (killed by a signal, or by the system for memory)."""
+
+    def __init__(self, index: int | str) -> None:
+        super().__init__(f"search process {index} stopped unexpectedly (killed, or out of memory); a run goes on "
+                         "from its last checkpoint with --resume")  # fmt: skip
+
+
+class StopRequested(BaseException):
+    """SIGTERM (or another stop signal) reached an sgps command: it stops as Ctrl-C would."""
+
+    def __init__(self, signal_name: str, code: int) -> None:
+        super().__init__(signal_name)
+        self.signal_name, self.code = signal_name, code
+
+
 def check_whole_number(name: str, value: Any, low: int, high: int | None = None, *, label: str = "",
                        note: str = "") -> None:  # fmt: skip
     """Check a public function's integer argument where it enters.

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from sgps.domains.base import Domain, channels_first
+from sgps.errors import SearchProcessLostError
 from sgps.search.evaluators import Evaluation
 
 #: Evaluates a batch of observations [B, C, H, W] (`NetworkEvaluator.evaluate_observations`).
@@ -197,7 +198,7 @@ class EvaluationServer:
                 try:
                     kind, payload = connection.recv()
                 except (EOFError, OSError):
-                    raise RuntimeError(f"search process {index} stopped unexpectedly") from None
+                    raise SearchProcessLostError(index) from None
                 if kind == EVALUATE:
                     requests.append((index, payload))
                 else:
@@ -236,4 +237,4 @@ class EvaluationServer:
             try:
                 connections[index].send((log_policy is not None, heuristic is not None))
             except OSError:  # a broken pipe: the process is gone
-                raise RuntimeError(f"search process {index} stopped unexpectedly") from None
+                raise SearchProcessLostError(index) from None

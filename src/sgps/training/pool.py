@@ -27,16 +27,23 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import multiprocessing
+import os
+import signal
+import sys
+import threading
 import time
 import traceback
+import types
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
 from typing import Any
 
 import torch
 
 from sgps.domains.base import Domain
+from sgps.errors import SearchProcessLostError
 from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
 from sgps.search.engine import SearchResult
@@ -60,6 +67,29 @@ MAX_REQUEST_ROWS = 2048
 #: Seconds a shared-evaluator worker may take to start (spawn, imports) and to stop.
 STARTUP_SECONDS = 120
 CLOSE_SECONDS = 10
+#: How often a search process checks that the process that started it is still there.
+PARENT_POLL_SECONDS = 1.0
+
+
+def guard_search_process() -> None:
+    """Set up a search process: Ctrl-C is the training process's to handle, and the process ends
+    with its parent.
+
+    A Ctrl-C in a terminal reaches every process of the group; the workers leave it to the
+    training process, which stops them (no worker tracebacks). A training process killed
+    outright (SIGKILL, the out-of-memory killer) cannot stop them, so each worker watches
+    its parent and exits once it is gone; the multiprocessing resource tracker then removes
+    what they shared.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="sgps-parent-watch", daemon=True).start()
 
 
 def request_rows(searches: int, evaluation_batch: int, num_actions: int) -> int:
@@ -127,6 +157,7 @@ _worker: SearchWorker | None = None
 
 def _start_worker(domain: Domain[Any], example: Any, config: TrainConfig) -> None:
     global _worker
+    guard_search_process()
     _worker = SearchWorker(domain, example, config)
 
 
@@ -136,6 +167,25 @@ def _search_share(
 ) -> list[SearchResult]:  # fmt: skip
     assert _worker is not None, "the worker process was not initialised"
     return _worker.search(weights, levels, budget, epsilon, record_graph, batch_size, test, drawer)
+
+
+def _quiet_resource_sharer() -> None:
+    """Drop the errors of multiprocessing's resource-sharer thread once the workers are stopped.
+
+    The weights reach a worker as shared memory whose file descriptors a thread of this
+    process hands over; a worker stopped in the middle resets that connection, and the
+    thread would print a traceback (through `sys.excepthook`) after the command's one
+    line. Every other error is printed as before.
+    """
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException, trace: types.TracebackType | None) -> None:
+        frames = traceback.extract_tb(trace)
+        from_sharer = bool(frames) and frames[0].filename.endswith("resource_sharer.py")
+        if not (from_sharer and isinstance(error, OSError | EOFError)):
+            previous(kind, error, trace)
+
+    sys.excepthook = hook
 
 
 class SearchPool:
@@ -168,22 +218,32 @@ class SearchPool:
         shares = deal(levels, self.workers)
         weights = method.model_weights()
         parts = drawer_parts(drawer, len(shares), self.workers)
-        futures = [self.executor.submit(_search_share, weights, share, budget, epsilon, record_graph, batch_size,
-                                        test, part) for share, part in zip(shares, parts, strict=True)]  # fmt: skip
-        return gather([future.result() for future in futures], len(levels))
+        try:
+            futures = [self.executor.submit(_search_share, weights, share, budget, epsilon, record_graph, batch_size,
+                                            test, part) for share, part in zip(shares, parts, strict=True)]  # fmt: skip
+            return gather([future.result() for future in futures], len(levels))
+        except BrokenProcessPool:
+            raise SearchProcessLostError("of the pool") from None
 
-    def close(self) -> None:
-        self.executor.shutdown(cancel_futures=True)
+    def close(self, *, at_once: bool = False) -> None:
+        """Stop the workers: after their current share, or `at_once` (an interrupt, an error)."""
+        if at_once:  # the executor only waits; its processes are stopped here
+            _quiet_resource_sharer()
+            for process in list(getattr(self.executor, "_processes", {}).values()):
+                with contextlib.suppress(OSError):
+                    process.terminate()
+        self.executor.shutdown(wait=not at_once, cancel_futures=True)
 
     def __enter__(self) -> SearchPool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.close(at_once=exc_type is not None)
 
 
 def _search_process(domain: Domain[Any], algorithm: Algorithm, connection: Connection, layout: ChannelLayout) -> None:
     """A `SharedEvaluatorPool` worker: map its channel, say so, then search each share it is sent."""
+    guard_search_process()
     evaluator = RemoteEvaluator(domain, connection, layout)
     freeze_setup()
     connection.send((READY, None))
@@ -277,7 +337,7 @@ class SharedEvaluatorPool:
                 try:
                     connection.send((share, options, part))
                 except OSError:  # a broken pipe: the process is gone
-                    raise RuntimeError(f"search process {index} stopped unexpectedly") from None
+                    raise SearchProcessLostError(index) from None
             answers = self.server.serve(evaluator.evaluate_observations, self.connections, range(len(shares)))
         except SearchProcessError:
             raise
