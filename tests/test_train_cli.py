@@ -35,6 +35,18 @@ def test_train_then_test_then_resume(tmp_path, level_files, capsys):
     assert "1 iterations" in capsys.readouterr().out  # the stopping rule had already fired
 
 
+def test_max_iterations_0_means_no_limit(tmp_path, level_files, capsys):
+    """Documented as "0: no limit", it once ended the run before its first batch."""
+    train, _ = level_files
+    run = tmp_path / "run"
+    config = tmp_path / "c.toml"
+    config.write_text("[bootstrap]\nmax_iterations = 0\nmax_expansions = 3000\ninitial_budget = 200\n")
+    assert main(["train", "--problems", str(train), "--out", str(run), "--preset", "tiny", "--quiet",
+                 "--config", str(config)]) == 0  # fmt: skip
+    outstanding = (run / "metrics" / "outstanding.csv").read_text().splitlines()
+    assert len(outstanding) > 2 and "stopping: expansion limit reached" in (run / "log.txt").read_text()
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

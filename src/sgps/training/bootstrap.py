@@ -338,13 +338,17 @@ class Bootstrap:
     def _limit_reached(self, started: float) -> str | None:
         """Which limit stops the run now, if any (iterations, wall-clock time, expansions)."""
         config = self.config
-        if self.state.iteration >= config.max_iterations:
+        if self._iterations_spent():
             return "iteration limit"
         if config.time_limit_minutes and time.perf_counter() - started >= 60 * config.time_limit_minutes:
             return "wall-clock limit"
         if config.max_expansions and self.state.cumulative_expansions >= config.max_expansions:
             return "expansion limit"
         return None
+
+    def _iterations_spent(self) -> bool:
+        """Whether the run has made its `max_iterations` passes (0: no limit)."""
+        return bool(self.config.max_iterations) and self.state.iteration >= self.config.max_iterations
 
     def _finish(self, reason: str) -> None:
         """End the run, recording why (`STOP_REASONS`); a limit's stop resumes when the limit is raised."""
@@ -421,7 +425,7 @@ class Bootstrap:
                 cap = config.max_budget or None
                 state.train_budget = min(budgets.train, cap) if cap else budgets.train
                 state.validation_budget = min(budgets.validation, cap) if cap else budgets.validation
-            if state.iteration >= config.max_iterations:  # the next pass is ready; a raised limit resumes it
+            if self._iterations_spent():  # the next pass is ready; a raised limit resumes it
                 self.run_dir.log("stopping: iteration limit reached")
                 self._finish("iteration limit")
         state.previous_successes = state.pass_successes
