@@ -292,3 +292,13 @@ def test_resuming_a_finished_run_says_that_it_trained_nothing_and_how_to_go_on(t
         warnings.simplefilter("error")
         assert main([*train, "--resume", "--max-iterations", "2"]) == 0
     assert (run / "metrics" / "train.csv").read_text() != rows
+
+
+@pytest.mark.parametrize("target", ["config.toml", "checkpoints/best.safetensors", "link"])
+def test_subgoals_never_draws_over_a_file_of_the_run_it_reads(tmp_path, levels, finished_run, capsys, target):
+    (tmp_path / "link").symlink_to(finished_run / "config.toml")
+    png = tmp_path / "link" if target == "link" else finished_run / target
+    before = snapshot(finished_run)
+    assert main(["subgoals", str(finished_run), "--problems", str(levels), "--png", str(png)]) == 2
+    assert f"is a file of the run input {finished_run}" in one_error(capsys)
+    assert snapshot(finished_run) == before

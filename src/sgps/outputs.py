@@ -129,6 +129,10 @@ def _check_inputs(output: Output, inputs: Sequence[tuple[str, Path]]) -> None:
         if _same_path(output.path, path):
             raise ConfigError(f"{output.option} {output.path} is also the {option} input: writing it would "
                               "destroy what the command reads; choose another path")  # fmt: skip
+        if output.kind == FILE and path.is_dir() and output.path.exists() and _inside(output.path, path):
+            raise ConfigError(f"{output.option} {output.path} is a file of the {option} input {path} (followed "
+                              "through any link): writing it would replace what the command reads; choose a "
+                              "new file name")  # fmt: skip
         for name in output.replaces:
             replaced = output.path / name
             if _same_path(replaced, path) or _inside(path, replaced):
