@@ -201,7 +201,7 @@ def test_errors_are_one_line_with_nonzero_exit(tmp_path, capsys, argv, message):
     assert err.startswith("sgps: error: ") and message in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("count", ["٣", "３", "1e3", "nan"])
+@pytest.mark.parametrize("count", ["٣", "３", "1e3", "nan", " 3", "+3", "1_0", "3 "])
 def test_numbers_in_other_scripts_are_refused_by_the_parser(tmp_path, capsys, count):
     with pytest.raises(SystemExit) as stop:
         main(["generate", "tsp", "--count", count, "--out", str(tmp_path / "x.txt")])

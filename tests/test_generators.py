@@ -98,8 +98,9 @@ def test_generator_parameters_are_checked():
         resolve_params(domain, "standard", {"towns": "3"})
     with pytest.raises(ConfigError, match="no generator variant 'huge'"):
         resolve_params(domain, "huge")
-    with pytest.raises(ConfigError, match="'cities' must be an integer"):
-        resolve_params(domain, "standard", {"cities": "many"})
+    for text in ("many", "٣", " 3", "+3", "1_0"):  # ASCII digits only
+        with pytest.raises(ConfigError, match="'cities' must be an integer"):
+            resolve_params(domain, "standard", {"cities": text})
     assert resolve_params(domain, "hard", {"cities": "7", "walls": "false"}) == {
         "size": 10,
         "cities": 7,

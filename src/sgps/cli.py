@@ -55,8 +55,9 @@ PNG_CELL = 16  # `show --png`: pixels per cell unless --cell says otherwise
 
 
 def _int(text: str) -> int:
-    """An option's integer, in ASCII digits only (`int` would also take '٣' or '３')."""
-    if not re.fullmatch(r"[+-]?[0-9](_?[0-9])*", text.strip()):
+    """An option's integer: ASCII digits, with a minus sign for the range check to name (`int` would
+    also take '٣', '３', ' 3', '+3' and '1_0')."""
+    if not re.fullmatch(r"-?[0-9]+", text):
         raise argparse.ArgumentTypeError(f"not a whole number (ASCII digits): {text!r}")
     return int(text)
 

@@ -8,6 +8,7 @@ or regenerated level by level.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,11 +61,11 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
         if text in ("false", "no", "0", "off"):
             return False
         raise ConfigError(f"generator parameter {key!r} must be true or false, not {value!r}")
-    try:
-        return type(default)(text)
-    except ValueError:
-        kind = "an integer" if isinstance(default, int) else "a number"
-        raise ConfigError(f"generator parameter {key!r} must be {kind}, not {value!r}") from None
+    kind = "an integer" if isinstance(default, int) else "a number"
+    pattern = r"-?[0-9]+" if isinstance(default, int) else r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([e][+-]?[0-9]+)?"
+    if not re.fullmatch(pattern, value.lower()):  # ASCII digits only: int() would also take '٣', ' 3' or '1_0'
+        raise ConfigError(f"generator parameter {key!r} must be {kind} in ASCII digits, not {value!r}")
+    return type(default)(text)
 
 
 def generate_levels(domain: Domain[Any], params: Mapping[str, Any], seed: int, count: int) -> list[Any]:
