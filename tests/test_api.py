@@ -94,6 +94,8 @@ def test_errors_users_can_act_on(readme_run, searcher, tmp_path):
     run = readme_run[0] / "runs" / "tsp"
     with pytest.raises(ConfigError, match="not a run directory"):
         sgps.load(tmp_path)
+    with pytest.raises(ConfigError, match=r"test.txt: not a run directory or a checkpoint \(.safetensors\) file"):
+        sgps.load(readme_run[0] / "test.txt")  # a level file, not "`.`: not a run directory"
     with pytest.raises(CheckpointError, match="no such checkpoint file"):
         sgps.load(run, checkpoint=str(tmp_path / "absent.safetensors"))
     level = readme_run[0] / "test.txt"

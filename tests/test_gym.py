@@ -181,6 +181,8 @@ def test_arguments_of_the_wrong_type_are_refused_naming_them(options, name):
 
 def test_an_ended_episode_needs_a_reset_and_reset_checks_its_arguments():
     env = SgpsEnv("tsp", level_seed=5, max_steps=1)
+    with pytest.raises(gymnasium.error.ResetNeeded, match="none was started"):
+        env.step(0)  # before the first reset there is no episode
     env.reset()
     assert env.step(0)[3]  # truncated
     with pytest.raises(gymnasium.error.ResetNeeded, match="call reset"):

@@ -490,3 +490,15 @@ def test_a_sokoban_run_learns_its_cell_patterns_and_its_test_loads_them(tmp_path
     _, model, _, _ = hips_run.load_run(tmp_path / "run", checkpoint, levels[0])
     assert model.config.cell_patterns == ((0, 3), (2, 3))  # the agent on a goal, a box on a goal
     assert model.generator.shape[0] == 4 + 1 + 2
+
+
+def test_a_dataset_into_new_folders_creates_them_and_a_refusal_removes_them(tmp_path, capsys):
+    problems = tmp_path / "train.txt"
+    assert main(["generate", "tsp", "--count", "3", "--out", str(problems)]) == 0
+    out = tmp_path / "n" / "e" / "w.npz"
+    assert main(["dataset", "tsp", "--problems", str(problems), "--out", str(out), "--workers", "1"]) == 0
+    assert out.is_file()
+    refused = tmp_path / "m" / "w.npz"
+    assert main(["dataset", "tsp", "--problems", str(problems), "--out", str(refused), "--workers", "1",
+                 "--max-states", "1"]) == 2  # fmt: skip
+    assert "the solver finished none" in capsys.readouterr().err and not (tmp_path / "m").exists()

@@ -368,3 +368,11 @@ def test_a_run_trained_on_a_gpu_resumes_on_a_machine_without_one(finished_run, p
                    weights_only=True)  # fmt: skip
     assert read_trainer_state(trainer)["loop"] == payload["loop"]
     assert resume(problems, finished_run, "--max-iterations", "2") == 0
+
+
+def test_a_file_name_of_the_longest_valid_length_is_written(tmp_path):
+    """Its temporary file is named after a cut-down stem, not refused for a name over 255 bytes."""
+    target = tmp_path / ("é" * 100 + "x" * 51 + ".png")  # 255 bytes in UTF-8
+    assert len(target.name.encode("utf-8")) == 255
+    atomic_write_text(target, "picture")
+    assert target.read_text() == "picture" and [p.name for p in tmp_path.iterdir()] == [target.name]

@@ -76,3 +76,13 @@ def test_presets_and_overrides():
         resolve_config("huge")
     with pytest.raises(ConfigError, match="validation_ratio must be in"):
         resolve_config("cpu", overrides={"bootstrap": {"validation_ratio": 2.0}})
+
+
+@pytest.mark.parametrize("threads", ["0", "1000000"])
+def test_threads_beyond_the_machine_are_refused_before_anything_is_written(tmp_path, level_files, capsys, threads):
+    train, _ = level_files
+    argv = ["train", "--problems", str(train), "--out", str(tmp_path / "run"), "--preset", "tiny", "--threads", threads]
+    assert main(argv) == 2
+    assert "--threads must be from 1 to" in capsys.readouterr().err and not (tmp_path / "run").exists()
+    assert main([*argv[:-2], "--algorithm", "hips-eps", "--threads", threads]) == 2
+    assert "--threads must be from 1 to" in capsys.readouterr().err

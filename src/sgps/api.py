@@ -232,6 +232,9 @@ def load(path: str | Path, *, checkpoint: str = "best", device: str | None = Non
     if device is not None and device not in DEVICES:
         raise ConfigError(f"device must be {', '.join(DEVICES[:-1])} or {DEVICES[-1]}, got {device!r}")
     given = Path(path)
+    if given.is_file() and given.suffix != ".safetensors":
+        raise ConfigError(f"{given}: not a run directory or a checkpoint (.safetensors) file; sgps.load takes what "
+                          "`sgps train` wrote")  # fmt: skip
     if given.is_file():
         run, weights = given.parent.parent, given
     else:

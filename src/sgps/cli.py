@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import math
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -576,6 +577,16 @@ def _add_executor_options(command: argparse.ArgumentParser, help_text: str) -> N
     )  # fmt: skip
 
 
+def _missing_ancestor(path: Path) -> Path | None:
+    """The outermost folder above `path` that does not exist yet (None: its parent exists)."""
+    missing = None
+    for parent in path.absolute().parents:
+        if parent.exists():
+            return missing
+        missing = parent
+    return missing
+
+
 def cmd_dataset(args: argparse.Namespace) -> int:
     """Solve every level of --problems with the exact solver and write the solved ones' trajectories."""
     if args.max_states is not None:
@@ -588,6 +599,8 @@ def cmd_dataset(args: argparse.Namespace) -> int:
                   [("--problems", args.problems)], overwrite=args.overwrite)  # fmt: skip
     levels = read_levels(args.problems, args.domain)
     levels.observation_shape()  # HIPS-ε's networks read one level size, as the other methods' do
+    created = _missing_ancestor(args.out)
+    args.out.parent.mkdir(parents=True, exist_ok=True)  # the journal goes beside the dataset from the start
     with tqdm(total=len(levels), unit="level", desc="solving", leave=False, disable=None) as bar:
 
         def progress(done: int, total: int) -> None:
@@ -599,6 +612,8 @@ def cmd_dataset(args: argparse.Namespace) -> int:
         print(f"skipped {name}: {reason}")
     if not built.dataset.trajectories:
         journal.unlink(missing_ok=True)  # a refusal leaves the disk as it was
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
         raise ConfigError(f"{args.problems}: the solver finished none of the {len(levels)} levels; nothing written")
     write_dataset(args.out, built.dataset)
     journal.unlink()
@@ -653,7 +668,7 @@ def _train_hips(args: argparse.Namespace) -> int:
         raise ConfigError(f"{unused}: not used by --algorithm {hips.ALGORITHM}, which learns offline")
     check_options_apply(hips.ALGORITHM, [name for name in TRAIN_OPTIONS if getattr(args, name) is not None])
     if args.threads is not None:
-        _check_range("--threads", args.threads, 1)
+        runner.check_threads(args.threads)
     settings, count = hips.train(args.dataset, args.out, problems=args.problems, domain=args.domain,
                                  preset=args.preset or "cpu", extra_problems=args.extra_problems,
                                  config_file=args.config, seed=args.seed or 0, device=args.device or "cpu",

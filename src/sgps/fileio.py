@@ -16,6 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+#: Bytes of a file's name kept in the name of its temporary file (255 less room for the random part).
+TEMPORARY_STEM_BYTES = 200
+
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write `data` to `path` atomically, creating parent folders as needed.
@@ -33,7 +36,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     if target.exists() and not stat.S_ISREG(target.stat().st_mode):
         raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket); write to a file path",
                       str(Path(path)))  # fmt: skip
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{temporary_stem(target.name)}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -47,6 +50,12 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def temporary_stem(name: str) -> str:
+    """`name` cut short enough that a temporary file named after it stays within the file system's 255
+    bytes (a valid name of up to 255 bytes would otherwise be refused with the temporary file's name)."""
+    return name.encode("utf-8")[:TEMPORARY_STEM_BYTES].decode("utf-8", errors="ignore")
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

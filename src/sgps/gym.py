@@ -124,7 +124,7 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
         self.action_space = spaces.Discrete(self.domain.num_actions)
         self.state: Any = first
         self.steps = 0
-        self._ended = False  # the episode terminated or was truncated: step() waits for reset()
+        self._ended = True  # no episode yet, or it terminated or was truncated: step() waits for reset()
 
     def _pick_source(
         self,
@@ -194,7 +194,8 @@ class SgpsEnv(gymnasium.Env[np.ndarray, np.int64]):
     def step(self, action: np.int64 | int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Apply `action` with the domain's rules; info["solved"] tells a goal from a dead end."""
         if self._ended:
-            raise gymnasium.error.ResetNeeded("the episode has ended (terminated or truncated); call reset() first")
+            raise gymnasium.error.ResetNeeded("no episode is running (none was started, or it terminated or was "
+                                              "truncated); call reset() first")  # fmt: skip
         if isinstance(action, bool | np.bool_) or not self.action_space.contains(action):
             raise ValueError(f"action {action!r} is not in {self.action_space}")
         previous, move = self.state, int(action)

@@ -38,7 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sgps.errors import ConfigError
-from sgps.fileio import atomic_write_text, current_umask, open_regular
+from sgps.fileio import atomic_write_text, current_umask, open_regular, temporary_stem
 from sgps.version import sgps_version
 
 FORMAT = "sgps-archive"
@@ -114,7 +114,7 @@ def write_archive(
             + (", or pass --overwrite to replace the archive" if is_archive(archive) else "")
         )
     archive.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{archive.name}.", suffix=".packing", dir=archive.parent))
+    building = Path(tempfile.mkdtemp(prefix=f".{temporary_stem(archive.name)}.", suffix=".packing", dir=archive.parent))
     try:
         stream = _compressed_tar(members)
         parts = []
@@ -159,7 +159,7 @@ def _swap_into_place(built: Path, archive: Path) -> None:
     if not archive.exists():
         os.rename(built, archive)
         return
-    retired = Path(tempfile.mkdtemp(prefix=f".{archive.name}.", suffix=".replaced", dir=archive.parent))
+    retired = Path(tempfile.mkdtemp(prefix=f".{temporary_stem(archive.name)}.", suffix=".replaced", dir=archive.parent))
     os.rename(archive, retired / "old")
     try:
         os.rename(built, archive)
@@ -268,7 +268,7 @@ def extract_to_new_folder(
     if out.exists() or out.is_symlink():
         raise ConfigError(f"{out}: already exists; unpack into a new folder")
     out.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".unpacking", dir=out.parent))
+    building = Path(tempfile.mkdtemp(prefix=f".{temporary_stem(out.name)}.", suffix=".unpacking", dir=out.parent))
     try:
         index, members = read_members(archive)
         for member in members:

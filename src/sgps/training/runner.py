@@ -117,8 +117,7 @@ def train(
     else:
         workers = config.run.workers or default_workers(evaluator_place(config.run.evaluator, device.type))
     threads = default_threads() if threads is None else threads
-    if threads < 1:
-        raise ConfigError("--threads must be at least 1")
+    check_threads(threads)
     torch.set_num_threads(threads)
     run_settings = dataclasses.replace(config.run, domain=levels.domain.name, workers=workers)
     search_device = "cpu" if executor == "ray" else device.type  # Ray actors always search on their CPUs
@@ -242,6 +241,14 @@ def run_fingerprint(
     for name, levels in (("train", train), ("validation", validation)):
         fingerprint[f"problems.{name}"] = states_digest(domain, levels)
     return fingerprint
+
+
+def check_threads(threads: int) -> None:
+    """Refuse a thread count below 1 or above the cores this process may use (more threads than
+    cores only slow torch down, and a million of them crash the process)."""
+    cores = usable_cores()
+    if not 1 <= threads <= cores:
+        raise ConfigError(f"--threads must be from 1 to {cores} (the cores this process may use), got {threads}")
 
 
 def usable_cores() -> int:
