@@ -23,6 +23,25 @@ def levels(path: Path, count: int = 120) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _no_process_left(monkeypatch):
+    """Kill every training process a test started, whatever became of the test."""
+    started: list[subprocess.Popen[str]] = []
+    real = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        process = real(*args, **kwargs)
+        started.append(process)
+        return process
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    yield
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
 def start_training(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
     """`sgps train` in a session of its own, with Ctrl-C's default action (as a terminal starts it)."""
     command = [sys.executable, "-m", "sgps", "train", "--problems", str(levels(tmp_path / "t.txt")), "--out",

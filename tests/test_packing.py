@@ -153,8 +153,25 @@ def test_a_training_run_is_packed_from_a_whole_checkpoint(tmp_path):
     assert "checkpoints/trainer.pt" in files and ".lock" not in files
     latest = run / "checkpoints" / "latest.safetensors"
     os.utime(latest, ns=(latest.stat().st_atime_ns, (run / "checkpoints" / "trainer.pt").stat().st_mtime_ns + 10**9))
-    with pytest.raises(ConfigError, match="a checkpoint was written each time"):
-        run_snapshot(run, attempts=2, wait=0)  # weights newer than the trainer state: a checkpoint half-written
+    with RunDirectory(run).lock(), pytest.raises(ConfigError, match="a checkpoint was written each time"):
+        run_snapshot(run, attempts=2, wait=0)  # training, weights newer than the trainer state: half written
+    assert run_snapshot(run, attempts=1, wait=0) == files  # idle (stopped between the two writes): as it is
+
+
+def test_an_unpacked_run_packs_again(tmp_path):
+    problems = levels(tmp_path / "train.txt", count=24)
+    run = tmp_path / "run"
+    train(problems, run, max_batches=1)
+    pack(run, tmp_path / "first", problems=problems)
+    unpack(tmp_path / "first", tmp_path / "moved")
+    checkpoints = tmp_path / "moved" / "checkpoints"
+    assert (checkpoints / "trainer.pt").stat().st_mtime_ns >= (checkpoints / "latest.safetensors").stat().st_mtime_ns
+    moved_problems = tmp_path / "moved" / "problems" / "train.txt"
+    pack(tmp_path / "moved", tmp_path / "second", problems=moved_problems)
+    (tmp_path / "second" / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match=r"notes\.txt: not a file of the archive"):
+        pack(tmp_path / "moved", tmp_path / "second", problems=moved_problems, overwrite=True)
+    assert (tmp_path / "second" / "notes.txt").read_text() == "mine"
 
 
 def test_a_comparison_travels_without_the_sets_it_generated(tmp_path):

@@ -58,7 +58,7 @@ PNG_CELL = 16  # `show --png`: pixels per cell unless --cell says otherwise
 def _int(text: str) -> int:
     """An option's integer: ASCII digits, with a minus sign for the range check to name (`int` would
     also take '٣', '３', ' 3', '+3' and '1_0')."""
-    if not re.fullmatch(r"-?[0-9]+", text):
+    if not re.fullmatch(r"-?[0-9]{1,4000}", text):  # int() takes at most 4,300 digits
         raise argparse.ArgumentTypeError(f"not a whole number (ASCII digits): {text!r}")
     return int(text)
 
@@ -389,13 +389,14 @@ def _stop_on_sigterm() -> Iterator[None]:
         return
 
     def stop(number: int, _frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not interrupt the clean-up
         raise StopRequested(signal.Signals(number).name, 128 + number)
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)  # None: set from C
 
 
 def _format_warning(message: Warning | str, category: type[Warning], *_: object, **__: object) -> str:

@@ -60,9 +60,10 @@ class RunLockedError(SgpsError):
 class SearchProcessLostError(SgpsError):
     """A search process ended without answering (killed by a signal, or by the system for memory)."""
 
-    def __init__(self, index: int | str) -> None:
-        super().__init__(f"search process {index} stopped unexpectedly (killed, or out of memory); a run goes on "
-                         "from its last checkpoint with --resume")  # fmt: skip
+    def __init__(self, index: int | None = None, cause: str = "killed, or out of memory") -> None:
+        who = "a search process" if index is None else f"search process {index}"
+        super().__init__(f"{who} stopped unexpectedly ({cause}); a run goes on from its last checkpoint "
+                         "with --resume")  # fmt: skip
 
 
 class StopRequested(BaseException):

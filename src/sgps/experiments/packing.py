@@ -106,6 +106,9 @@ def resume_command(index: ArchiveIndex, out: Path) -> str:
     members = {str(member["path"]) for member in index.members}
     validation = PROBLEM_FILES["validation"]
     extra = f" --validation {out / validation}" if validation in members else ""
+    if "checkpoints/trainer.pt" not in members:  # stopped before its first checkpoint: nothing to go on from
+        return (f"sgps train --problems {out / PROBLEM_FILES['train']}{extra} --out {out} --overwrite, with the "
+                "options it was started with (it had no checkpoint yet)")  # fmt: skip
     return f"sgps train --problems {out / PROBLEM_FILES['train']}{extra} --out {out} --resume"
 
 

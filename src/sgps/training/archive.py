@@ -21,6 +21,7 @@ either. What goes into an archive, and what comes out of it, is decided by the c
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import hashlib
@@ -29,16 +30,19 @@ import json
 import lzma
 import os
 import platform
+import re
 import shutil
+import signal
 import tarfile
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sgps.errors import ConfigError
-from sgps.fileio import atomic_write_text, current_umask, open_regular, temporary_stem
+from sgps.fileio import current_umask, open_regular, temporary_stem
 from sgps.version import sgps_version
 
 FORMAT = "sgps-archive"
@@ -51,7 +55,7 @@ DEFAULT_PART_BYTES = 16 * 2**20
 #: Parts smaller than this would only multiply files.
 MIN_PART_BYTES = 2**20
 #: A bound on what one archive may unpack to, so that a damaged or hostile index cannot fill a disk.
-MAX_UNPACKED_BYTES = 64 * 2**30
+MAX_UNPACKED_BYTES = 16 * 2**30
 _XZ_PRESET = 6
 
 
@@ -113,6 +117,11 @@ def write_archive(
             f"{archive}: already exists; choose another name"
             + (", or pass --overwrite to replace the archive" if is_archive(archive) else "")
         )
+    present = sorted(entry.name for entry in archive.iterdir()) if archive.exists() else []
+    foreign = [name for name in present if not _archive_file(name)]
+    if foreign:
+        raise ConfigError(f"{archive / foreign[0]}: not a file of the archive; --overwrite replaces the whole "
+                          "folder, so move it out first")  # fmt: skip
     archive.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{temporary_stem(archive.name)}.", suffix=".packing", dir=archive.parent))
     try:
@@ -121,13 +130,15 @@ def write_archive(
         for number, start in enumerate(range(0, max(len(stream), 1), part_bytes)):
             data = stream[start : start + part_bytes]
             name = PART_PATTERN.format(number)
-            (building / name).write_bytes(data)
+            _write_durably(building / name, data)
             parts.append({"name": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
         index = ArchiveIndex(kind, dict(about), tuple(member.record() for member in members), tuple(parts),
                              _packed_here())  # fmt: skip
-        atomic_write_text(building / INDEX, index.to_json())
+        _write_durably(building / INDEX, index.to_json().encode("utf-8"))
         os.chmod(building, 0o777 & ~current_umask())
-        _swap_into_place(building, archive)
+        _sync_folder(building)
+        with _signals_held():
+            _swap_into_place(building, archive)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
@@ -155,19 +166,67 @@ def _packed_here() -> dict[str, Any]:
 
 
 def _swap_into_place(built: Path, archive: Path) -> None:
-    """Rename the finished folder `built` to `archive`, replacing an archive there."""
+    """Rename the finished folder `built` to `archive`, replacing an archive there.
+
+    The old archive is renamed aside first and deleted only once the new one is in place;
+    if the second rename fails it is put back, and if even that fails it is kept aside,
+    named in the error, never deleted.
+    """
     if not archive.exists():
         os.rename(built, archive)
+        _sync_folder(archive.parent)
         return
     retired = Path(tempfile.mkdtemp(prefix=f".{temporary_stem(archive.name)}.", suffix=".replaced", dir=archive.parent))
     os.rename(archive, retired / "old")
     try:
         os.rename(built, archive)
-    except BaseException:
-        os.rename(retired / "old", archive)
+    except OSError as error:
+        try:
+            os.rename(retired / "old", archive)
+        except OSError:
+            raise ConfigError(f"{archive}: could not be replaced ({error.strerror or error}); the old archive is "
+                              f"kept in {retired / 'old'}") from None  # fmt: skip
+        os.rmdir(retired)
         raise
+    _sync_folder(archive.parent)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def _archive_file(name: str) -> bool:
+    """Whether `name` is one of the files an archive folder holds (its index and its parts)."""
+    return name == INDEX or re.fullmatch(r"part-[0-9]{3,}\.tar\.xz", name) is not None
+
+
+def _write_durably(path: Path, data: bytes) -> None:
+    """Write a new file and flush it to the disk (an archive may replace the only other copy)."""
+    with open(path, "xb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _sync_folder(folder: Path) -> None:
+    """Flush a folder's entries (renames) to the disk, where the system allows it."""
+    with contextlib.suppress(OSError):
+        handle = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM back while an archive is swapped (delivered right after)."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
     finally:
-        shutil.rmtree(retired, ignore_errors=True)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
 def is_archive(path: Path) -> bool:
@@ -197,16 +256,23 @@ def read_index(archive: Path) -> ArchiveIndex:
                              tuple(dict(p) for p in entry["parts"]), dict(entry["packed"]))  # fmt: skip
         for member in index.members:
             checked_member_path(str(member["path"]))
-            int(member["bytes"]), str(member["sha256"])
+            _check_size_and_digest(member)
         for part in index.parts:
-            if PurePosixPath(str(part["name"])).name != part["name"]:
+            if not _archive_file(str(part["name"])) or part["name"] == INDEX:
                 raise ValueError(f"part name {part['name']!r}")
-            int(part["bytes"]), str(part["sha256"])
+            _check_size_and_digest(part)
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigError(f"{index_file}: a damaged archive index ({error})") from None
     if sum(int(member["bytes"]) for member in index.members) > MAX_UNPACKED_BYTES:
         raise ConfigError(f"{index_file}: the members add up to more than {MAX_UNPACKED_BYTES // 2**30} GiB")
     return index
+
+
+def _check_size_and_digest(entry: Mapping[str, Any]) -> None:
+    if not isinstance(entry["bytes"], int) or entry["bytes"] < 0:
+        raise ValueError(f"size {entry['bytes']!r}")
+    if not isinstance(entry["sha256"], str) or not re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]):
+        raise ValueError(f"digest {entry['sha256']!r}")
 
 
 def read_members(archive: Path) -> tuple[ArchiveIndex, Iterator[Member]]:
@@ -241,8 +307,9 @@ def _members(archive: Path, index: ArchiveIndex, stream: bytes) -> Iterator[Memb
         with lzma.LZMAFile(io.BytesIO(stream)) as xz, tarfile.open(fileobj=xz, mode="r|") as tar:
             for info in tar:
                 record = expected.get(info.name)
-                if not info.isfile() or record is None or info.name in seen:
-                    raise ConfigError(f"{archive}: holds {info.name!r}, which its index does not list")
+                if not info.isfile() or record is None or info.name in seen or info.size != record["bytes"]:
+                    raise ConfigError(f"{archive}: holds {info.name!r} as its index does not list it (another "
+                                      "size, kind or a second copy); not an archive `sgps pack` wrote")  # fmt: skip
                 handle = tar.extractfile(info)
                 data = handle.read() if handle is not None else b""
                 if len(data) != int(record["bytes"]) or hashlib.sha256(data).hexdigest() != record["sha256"]:

@@ -35,7 +35,9 @@ from sgps.training.trainer_state import decode_trainer_state
 RUN_KIND = "run"
 #: Where the given problem files travel inside an archived run folder.
 PROBLEM_FILES = {"train": "problems/train.txt", "validation": "problems/validation.txt"}
-#: Written in this order, latest.safetensors before trainer.pt (`Bootstrap.checkpoint`).
+#: Read in this order. A checkpoint writes latest.safetensors, then trainer.pt (`Bootstrap.checkpoint`);
+#: best.safetensors is written when a validation pass improves, before that pass's checkpoint, so a
+#: snapshot's best weights may be a pass ahead of its trainer state (a resume writes them again alike).
 CHECKPOINT_FILES = ("checkpoints/trainer.pt", "checkpoints/latest.safetensors", "checkpoints/best.safetensors")
 #: How often, and how long apart, a snapshot of a training run is tried before giving up.
 SNAPSHOT_ATTEMPTS = 20
@@ -93,30 +95,51 @@ def run_snapshot(
 ) -> dict[str, bytes]:
     """The files of the run folder `run` (member path under `prefix` -> bytes), read consistently.
 
-    A run that is training is read as it is: its checkpoint files first, then the rest, and
-    the snapshot is kept only if no checkpoint file changed meanwhile and none was being
-    written (latest.safetensors newer than trainer.pt). Left out: the lock and temporary
-    files. A symbolic link or a special file in the folder is refused: an archive holds
-    regular files, and silently leaving one out would lose part of the run.
+    An idle run is locked while it is read. A run that is training is read as it is: its
+    checkpoint files first, then the rest, and the snapshot is kept only if no checkpoint
+    file changed meanwhile and none was being written (latest.safetensors newer than
+    trainer.pt). Left out: the lock and temporary files. A symbolic link or a special file
+    in the folder is refused: an archive holds regular files, and silently leaving one out
+    would lose part of the run.
     """
     if not RunDirectory(run).is_run_directory():
         raise ConfigError(f"{run}: not a run folder (no config.toml beside metrics or checkpoints)")
     with contextlib.ExitStack() as stack:
-        with contextlib.suppress(RunLockedError):  # training now: read as a snapshot
-            stack.enter_context(RunDirectory(run).lock())  # idle: no run starts on it while it is read
+        idle = _hold_if_idle(stack, run)
         for _ in range(attempts):
             before = _checkpoint_stamps(run)
-            if not _checkpoint_in_progress(before):
-                files = {f"{prefix}{name}": _read(run, name) for name in CHECKPOINT_FILES if name in before}
+            if idle or not _checkpoint_in_progress(before):
+                files = {name: _read(run, name) for name in CHECKPOINT_FILES if name in before}
                 for path in _run_files(run):
                     name = path.relative_to(run).as_posix()
                     if name not in CHECKPOINT_FILES:
-                        files[f"{prefix}{name}"] = _read(run, name)
+                        files[name] = _read(run, name)
                 if _checkpoint_stamps(run) == before:
-                    return files
+                    return {f"{prefix}{name}": data for name, data in _in_write_order(files).items()}
             time.sleep(wait)
     raise ConfigError(f"{run}: a checkpoint was written each time the run was read ({attempts} tries); "
                       "pack it again, or stop the run first")  # fmt: skip
+
+
+def _hold_if_idle(stack: contextlib.ExitStack, run: Path) -> bool:
+    """Take the run's training lock for the snapshot if no process holds it; whether it was taken.
+
+    A run that is training is read as it is (False). A folder where the lock cannot be made
+    (read-only) is read as it is too, checked as a training run would be.
+    """
+    try:
+        stack.enter_context(RunDirectory(run).lock())
+    except (RunLockedError, OSError):
+        return False
+    return True
+
+
+def _in_write_order(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """The snapshot's files with the checkpoint's weights before its trainer state, the order a checkpoint
+    writes them, so that an unpacked run's file times look like a whole checkpoint's."""
+    order = (CHECKPOINT_FILES[1], CHECKPOINT_FILES[2], CHECKPOINT_FILES[0])
+    return {**{name: files[name] for name in order if name in files},
+            **{name: data for name, data in files.items() if name not in order}}  # fmt: skip
 
 
 def _checkpoint_stamps(run: Path) -> dict[str, tuple[int, int, int]]:

@@ -169,14 +169,21 @@ def _search_share(
     return _worker.search(weights, levels, budget, epsilon, record_graph, batch_size, test, drawer)
 
 
+_sharer_quiet = False  # whether `_quiet_resource_sharer` has filtered sys.excepthook in this process
+
+
 def _quiet_resource_sharer() -> None:
     """Drop the errors of multiprocessing's resource-sharer thread once the workers are stopped.
 
     The weights reach a worker as shared memory whose file descriptors a thread of this
     process hands over; a worker stopped in the middle resets that connection, and the
     thread would print a traceback (through `sys.excepthook`) after the command's one
-    line. Every other error is printed as before.
+    line. Every other error is printed as before. The filter is set once per process.
     """
+    global _sharer_quiet
+    if _sharer_quiet:
+        return
+    _sharer_quiet = True
     previous = sys.excepthook
 
     def hook(kind: type[BaseException], error: BaseException, trace: types.TracebackType | None) -> None:
@@ -223,7 +230,7 @@ class SearchPool:
                                             test, part) for share, part in zip(shares, parts, strict=True)]  # fmt: skip
             return gather([future.result() for future in futures], len(levels))
         except BrokenProcessPool:
-            raise SearchProcessLostError("of the pool") from None
+            raise SearchProcessLostError(cause="killed, out of memory, or it failed to start: see above") from None
 
     def close(self, *, at_once: bool = False) -> None:
         """Stop the workers: after their current share, or `at_once` (an interrupt, an error)."""
