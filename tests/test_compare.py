@@ -343,10 +343,10 @@ def test_the_papers_numbers_are_finite(tmp_path, capsys, line, message):
 def test_train_checks_its_thread_and_batch_options(tmp_path, capsys):
     levels = tmp_path / "levels.txt"
     assert main(["generate", "tsp", "--count", "4", "--out", str(levels)]) == 0
-    for option in ("--threads", "--max-batches"):
+    for option, message in (("--threads", "--threads must be from 1 to"), ("--max-batches", "must be at least 1")):
         argv = ["train", "--problems", str(levels), "--out", str(tmp_path / "run"), "--preset", "tiny", option, "0"]
         assert main(argv) == 2
-        assert f"{option} must be at least 1" in capsys.readouterr().err
+        assert message in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from sgps.domains import get_domain
+from sgps.errors import SearchProcessLostError
 from sgps.search import search_lockstep
 from sgps.search.shared import SearchProcessError, create_layouts, evaluator_place, remove_layouts
 from sgps.training.config import resolve_config
@@ -140,7 +141,7 @@ def test_a_search_process_that_dies_is_named():
 
     with SharedEvaluatorPool(2, domain, levels[0], method.algorithm, 8) as pool:
         killing = type("KillingMethod", (), {"evaluator": lambda self: Killing(pool)})()
-        with pytest.raises(RuntimeError, match="search process 0 stopped unexpectedly"):
+        with pytest.raises(SearchProcessLostError, match="search process 0 stopped unexpectedly"):
             pool.search(killing, levels, budget=2000, epsilon=0.01, record_graph=False)
 
 

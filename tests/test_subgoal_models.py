@@ -206,6 +206,6 @@ def test_channels_last_trunks_give_the_nchw_outputs_of_a_flat_network(batch_norm
         fast = network(states)
         set_channels_last(False)
         plain = network(states)
-    for a, b in zip(fast, plain, strict=True):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    for a, b in zip(fast, plain, strict=True):  # the kernels of each layout round differently (AVX2: up to 6e-5)
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
     assert next(network.parameters()).is_contiguous()  # the weights keep their layout (checkpoints unchanged)

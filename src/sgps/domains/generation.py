@@ -63,7 +63,8 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
         raise ConfigError(f"generator parameter {key!r} must be true or false, not {value!r}")
     kind = "an integer" if isinstance(default, int) else "a number"
     pattern = r"-?[0-9]{1,4000}" if isinstance(default, int) else r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([e][+-]?[0-9]+)?"
-    if not re.fullmatch(pattern, value.lower()):  # ASCII digits only: int() would also take '٣', ' 3' or '1_0'
+    special = isinstance(default, float) and value.lower().lstrip("+-") in ("nan", "inf", "infinity")
+    if not special and not re.fullmatch(pattern, value.lower()):  # int() would also take '٣', ' 3' or '1_0'
         raise ConfigError(f"generator parameter {key!r} must be {kind} in ASCII digits, not {value!r}")
     return type(default)(text)
 
