@@ -1,0 +1,175 @@
+"""How far PHS*(π^SG)'s searches get on hard BoulderDash before anything is solved.
+
+Before its first solve, π^SG learns from failed trees only (docs/subgoals.md), and the
+Bootstrap's curve stays flat at "all outstanding": it shows nothing of whether the
+searches are getting closer. This script measures it. It searches the first `--count`
+levels of `--problems` with each model given, at `--budget` expansions, in lockstep, with
+the training searches' evaluator (or the test one, `--evaluator test`), records each
+search graph, and prints per model
+
+- ``solved``: searches that solved their level;
+- ``gems``: the mean over levels of the most diamonds any generated state holds, and how
+  many levels reached 0, 1, 2, ... diamonds (a hard level needs its `gems_required`,
+  4, before the exit opens);
+- ``depth``: the mean over levels of the deepest generated node (the hard levels'
+  optimal solutions are 65-67 moves long);
+- ``exit``: levels where some generated state has the exit open.
+
+The models are the networks of one run (its configuration and seed), with the weights of
+``--weights``: ``latest`` or ``best`` (its checkpoints), ``untrained`` (as its seed
+initialises them), or weights files saved from that run (e.g. copies of
+latest.safetensors taken after N updates). The searches use the run's evaluation batch
+and ε. The numbers depend only on the weights, the levels and the budget, so they are the
+same on any machine. Usage::
+
+    python benchmarks/search_progress.py RUN --problems hard.txt --count 16 --weights untrained latest
+
+``--csv OUT.csv`` also writes the rows, with the learning updates each weights file had
+seen where its name says so (``...-updates-N.safetensors``; ``untrained``: 0). ``--plot
+OUT.png --from A.csv B.csv --runs a=RUN_A b=RUN_B`` draws the study's figure: the runs'
+outstanding training problems against expansions and against updates, and the csv files'
+diamonds and depths against updates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from sgps.domains import read_levels
+from sgps.search.drivers import search_lockstep
+from sgps.training.config import load_run_config
+from sgps.training.setup import build_method
+
+UNTRAINED = "untrained"
+
+
+def weights_file(run: Path, name: str) -> Path | None:
+    """The weights `name` stands for (None: untrained)."""
+    if name == UNTRAINED:
+        return None
+    if name in ("latest", "best"):
+        return run / "checkpoints" / f"{name}.safetensors"
+    return Path(name)
+
+
+def updates_of(label: str) -> int | None:
+    """The learning updates behind the weights `label` names: 0 untrained, N for ``...-updates-N...``."""
+    if label == UNTRAINED:
+        return 0
+    found = re.search(r"updates-(\d+)", Path(label).name)
+    return int(found.group(1)) if found else None
+
+
+def plot(rows_by_file: dict[str, list[dict[str, str]]], runs: dict[str, Path], out: Path) -> None:
+    """Outstanding training problems against expansions and against updates (one line per run folder),
+    and the most diamonds and the deepest node reached against updates (one line per csv)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (by_expansions, by_updates, gems_axis, depth_axis) = plt.subplots(1, 4, figsize=(18, 3.8))
+    for name, run in runs.items():
+        with (run / "metrics" / "outstanding.csv").open() as handle:
+            rows = [row for row in csv.DictReader(handle) if row["outstanding"]]
+        total = int(rows[0]["outstanding"])
+        percent = [100 * int(row["outstanding"]) / total for row in rows]
+        by_expansions.plot([int(row["cumulative_expansions"]) / 1e6 for row in rows], percent, label=name)
+        by_updates.plot(range(len(rows)), percent, label=name)
+    for name, rows in rows_by_file.items():
+        points = sorted((int(row["updates"]), float(row["gems"]), float(row["depth"]))
+                        for row in rows if row["updates"])  # fmt: skip
+        gems_axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        depth_axis.plot([p[0] for p in points], [p[2] for p in points], marker="o", label=name)
+    by_expansions.set(xlabel="training expansions (millions)", ylabel="outstanding training problems (%)",
+                      ylim=(0, 105))  # fmt: skip
+    by_updates.set(xlabel="learning updates", ylabel="outstanding training problems (%)", ylim=(0, 105))
+    gems_axis.set(xlabel="learning updates", ylabel="most diamonds reached (mean over levels)", ylim=(0, 4))
+    depth_axis.set(xlabel="learning updates", ylabel="deepest node reached (mean over levels)")
+    for axis in (by_expansions, by_updates, gems_axis, depth_axis):
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(out, dpi=110)
+
+
+def progress(domain: Any, results: list[Any]) -> dict[str, Any]:
+    """What the searches reached: solved count, diamonds, depth, exits opened."""
+    gems, depths, exits = [], [], 0
+    for result in results:
+        states = result.graph.states if result.graph is not None else ()
+        gems.append(max((state.gems for state in states), default=0))
+        depths.append(int(result.graph.depths.max()) if result.graph is not None else 0)
+        exits += any(state.gems >= state.board.extra for state in states)
+    return {
+        "solved": sum(result.solved for result in results),
+        "gems": sum(gems) / len(gems),
+        "histogram": dict(sorted(Counter(gems).items())),
+        "depth": sum(depths) / len(depths),
+        "exit": exits,
+        "expanded": sum(result.expanded for result in results),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, nargs="?", help="a run folder (its configuration builds the networks)")
+    parser.add_argument("--weights", nargs="+", default=[UNTRAINED, "latest"], help="untrained, latest, best or files")
+    parser.add_argument("--problems", type=Path)
+    parser.add_argument("--count", type=int, default=16)
+    parser.add_argument("--budget", type=int, default=4000)
+    parser.add_argument("--evaluator", choices=("train", "test"), default="train")
+    parser.add_argument("--csv", type=Path, help="also write the rows here")
+    parser.add_argument("--plot", type=Path, help="draw the --from csv files and --runs curves to this PNG, and stop")
+    parser.add_argument("--from", dest="sources", nargs="+", type=Path, default=[], help="csv files to --plot")
+    parser.add_argument("--runs", nargs="+", default=[], metavar="NAME=RUN", help="run folders to --plot")
+    args = parser.parse_args()
+    if args.plot is not None:
+        runs = {name: Path(path) for name, _, path in (spec.partition("=") for spec in args.runs)}
+        plot({source.stem: list(csv.DictReader(source.open())) for source in args.sources}, runs, args.plot)
+        return
+    if args.run is None or args.problems is None:
+        parser.error("RUN and --problems are needed (unless --plot)")
+    torch.set_num_threads(1)
+    levels = read_levels(args.problems).states()[: args.count]  # the run's domain is checked below
+    print(f"{args.problems}: first {len(levels)} levels, budget {args.budget}, {args.evaluator} evaluator")
+    print(f"{'model':60s} solved  gems  (levels per most diamonds reached)  depth  exit   exp/s")
+    config = load_run_config(args.run / "config.toml")
+    domain = read_levels(args.problems, config.run.domain).domain
+    rows = []
+    for label in args.weights:
+        method = build_method(domain, levels[0], config)
+        weights = weights_file(args.run, label)
+        if weights is not None:
+            method.load_model(weights)
+        evaluator = method.evaluator() if args.evaluator == "train" else method.test_evaluator()
+        start = time.perf_counter()
+        results = search_lockstep(domain, levels, method.algorithm, evaluator, budget=args.budget,
+                                  epsilon=config.bootstrap.epsilon, batch_size=config.search.evaluation_batch or 1,
+                                  record_graph=True)  # fmt: skip
+        seconds = time.perf_counter() - start
+        found = progress(domain, results)
+        histogram = " ".join(f"{gems}:{count}" for gems, count in found["histogram"].items())
+        print(f"{label[-60:]:60s} {found['solved']:6d} {found['gems']:5.2f}  ({histogram:32s}) "
+              f"{found['depth']:6.1f} {found['exit']:5d} {found['expanded'] / seconds:7.0f}")  # fmt: skip
+        updates = updates_of(label)
+        rows.append({"weights": label, "updates": "" if updates is None else updates, "levels": len(levels),
+                     "budget": args.budget, "solved": found["solved"], "gems": f"{found['gems']:.3f}",
+                     "histogram": histogram, "depth": f"{found['depth']:.1f}", "exit": found["exit"]})  # fmt: skip
+    if args.csv is not None:
+        with args.csv.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()
