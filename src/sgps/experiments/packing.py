@@ -26,7 +26,6 @@ from sgps.experiments.problems import (
     stored_digests,
     write_problems,
 )
-from sgps.fileio import open_regular
 from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.training.archive import (
     DEFAULT_PART_BYTES,
@@ -37,14 +36,20 @@ from sgps.training.archive import (
     read_index,
     write_archive,
 )
-from sgps.training.packing import PROBLEM_FILES, checkpoint_progress, pack_run, run_snapshot, unpack_run
+from sgps.training.packing import (
+    PROBLEM_FILES,
+    checkpoint_progress,
+    left_out,
+    pack_run,
+    read_bytes,
+    run_snapshot,
+    unpack_run,
+)
 from sgps.training.rundir import RunDirectory
 
 COMPARISON_KIND = "comparison"
 #: What a packer may replace in an archive folder given with --overwrite.
 ARCHIVE_FILES = (INDEX,)
-#: What a comparison folder holds that is not worth carrying: its lock, temporary files.
-_SKIPPED_SUFFIXES = (".tmp", ".packing", ".unpacking")
 
 
 def pack(
@@ -140,7 +145,7 @@ def pack_comparison(
         raise ConfigError(f"{changed_problem_files(files)[0]}: its levels differ from the digest the comparison "
                           "recorded; restore it before packing")  # fmt: skip
     recorded = stored_digests(files)
-    left_out = sorted(path for path in regenerated if digest_key(files, path) in recorded)
+    recreated = sorted(path for path in regenerated if digest_key(files, path) in recorded)
     members: dict[str, bytes] = {}
     progress: dict[str, Any] = {}
     runs = folder / "runs"
@@ -154,15 +159,15 @@ def pack_comparison(
             progress[run.name] = run_progress
     for path in sorted(folder.rglob("*")):
         name = path.relative_to(folder).as_posix()
-        if _skipped(path) or path in left_out or name in members or _in_run(folder, path):
+        if left_out(path.name) or path in recreated or name in members or _in_run(folder, path):
             continue
         if path.is_symlink() or not (path.is_dir() or path.is_file()):
             raise ConfigError(f"{path}: not a regular file; an archive holds regular files only "
                               "(replace it by the file, or move it out of the comparison folder)")  # fmt: skip
         if path.is_file():
-            members[name] = _read(path)
+            members[name] = read_bytes(path)
     about = {"comparison": folder.name, "runs": progress,
-             "regenerated": [digest_key(files, path) for path in left_out],
+             "regenerated": [digest_key(files, path) for path in recreated],
              "resume": "sgps compare DIR/compare.toml --out DIR"}  # fmt: skip
     return write_archive(archive, COMPARISON_KIND, about, [Member(k, v) for k, v in members.items()],
                          part_bytes=part_bytes, overwrite=overwrite)  # fmt: skip
@@ -198,19 +203,7 @@ def _sources(plan: ComparePlan, files: ProblemFiles) -> list[tuple[Path, Problem
     return [(path, source) for path, source in pairs if source is not None]
 
 
-def _skipped(path: Path) -> bool:
-    return path.name == ".lock" or (path.name.startswith(".") and path.name.endswith(_SKIPPED_SUFFIXES))
-
-
 def _in_run(folder: Path, path: Path) -> bool:
     """Whether `path` lies in a run folder of the comparison (packed by its snapshot)."""
     parts = path.relative_to(folder).parts
     return len(parts) >= 2 and parts[0] == "runs" and RunDirectory(folder / parts[0] / parts[1]).is_run_directory()
-
-
-def _read(path: Path) -> bytes:
-    try:
-        with open_regular(path, "rb") as handle:
-            return handle.read()
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read it ({error.strerror or error})") from None

@@ -162,8 +162,7 @@ def _checkpoint_in_progress(stamps: Mapping[str, tuple[int, int, int]]) -> bool:
 def _run_files(run: Path) -> list[Path]:
     files = []
     for path in sorted(run.rglob("*")):
-        name = path.name
-        if name == ".lock" or (name.startswith(".") and name.endswith((".tmp", ".packing", ".unpacking"))):
+        if left_out(path.name):
             continue
         if path.is_symlink():
             raise ConfigError(f"{path}: a symbolic link in the run folder; an archive holds regular files only "
@@ -177,12 +176,21 @@ def _run_files(run: Path) -> list[Path]:
 
 
 def _read(run: Path, name: str) -> bytes:
-    path = run / PurePosixPath(name)
+    return read_bytes(run / PurePosixPath(name))
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of the regular file `path` (`open_regular`), or one `ConfigError` naming it."""
     try:
         with open_regular(path, "rb") as handle:
             return handle.read()
     except OSError as error:
         raise ConfigError(f"{path}: cannot read it ({error.strerror or error})") from None
+
+
+def left_out(name: str) -> bool:
+    """Whether a file called `name` stays out of an archive: a lock, or a temporary file of a write."""
+    return name == ".lock" or (name.startswith(".") and name.endswith((".tmp", ".packing", ".unpacking")))
 
 
 def checkpoint_progress(run: Path, files: Mapping[str, bytes], prefix: str = "") -> dict[str, Any]:
@@ -227,8 +235,4 @@ def _check_problems(run: Path, problems: Path, validation: Path | None, fingerpr
 def _read_problem_file(path: Path) -> bytes:
     if path.is_dir():
         raise ConfigError(f"{path}: a folder of level files; pack a run trained on one level file")
-    try:
-        with open_regular(path, "rb") as handle:
-            return handle.read()
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read it ({error.strerror or error})") from None
+    return read_bytes(path)
