@@ -18,7 +18,7 @@ from pathlib import Path
 from sgps.domains.levels import read_levels
 from sgps.search import search_lockstep
 from sgps.training.config import load_run_config
-from sgps.training.runner import checkpoint_path
+from sgps.training.run import checkpoint_path
 from sgps.training.setup import build_method
 
 

@@ -52,9 +52,9 @@ from sgps.domains.generation import generate_levels, resolve_params
 from sgps.search import search_lockstep
 from sgps.training.bootstrap import BatchRecord, Bootstrap, PassRecord
 from sgps.training.config import resolve_config
+from sgps.training.placement import search_pool
 from sgps.training.pool import SharedEvaluatorPool
 from sgps.training.rundir import RunDirectory
-from sgps.training.runner import local_pool
 from sgps.training.setup import build_method, setup_frozen
 
 SEARCHES = 32  # the paper's Bootstrap batch
@@ -98,7 +98,7 @@ def measure(
     run_dir.create(config.as_dict())
     timings = Timings()
     with contextlib.ExitStack() as stack:
-        pool = stack.enter_context(local_pool(workers, domain, levels[0], method, config)) if workers > 1 else None
+        pool = stack.enter_context(search_pool("local", workers, domain, levels[0], method, config))
         bootstrap = Bootstrap(domain, levels, [], method, config.bootstrap, run_dir, pool, listeners=[timings],
                               evaluation_batch=evaluation_batch)  # fmt: skip
         search = bootstrap._search

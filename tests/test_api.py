@@ -105,7 +105,8 @@ def test_errors_users_can_act_on(readme_run, searcher, tmp_path):
         searcher.solve(level, algorithm="dfs")
     with pytest.raises(ConfigError, match="the budget must be at least 1"):
         searcher.solve(level, budget=0)
-    policy_only = dataclasses.replace(searcher.config, run=dataclasses.replace(searcher.config.run, algorithm="levin"))
+    document = {**searcher.run.document, "run": {**searcher.run.document["run"], "algorithm": "levin"}}
+    policy_only = dataclasses.replace(searcher.run, document=document)
     with pytest.raises(ConfigError, match="phs needs a heuristic, and the network of this levin run has none"):
         sgps.Searcher(policy_only, searcher.checkpoint).solve(level, algorithm="phs")
     tsp = get_domain("tsp")

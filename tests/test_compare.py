@@ -25,8 +25,8 @@ from sgps.experiments.comparison import _refuse_changes
 from sgps.experiments.concurrency import Concurrency, plan_concurrency
 from sgps.experiments.plan import read_plan
 from sgps.experiments.progress import ProgressDisplay
-from sgps.experiments.runstate import loop_state
 from sgps.experiments.tomlfile import dumps
+from sgps.training.run import loop_state
 
 from comparisons import SMOKE_CONFIG, SMOKE_OPTIONS, compare_smoke, smoke_comparison, smoke_document, write_config
 from conftest import REPO

@@ -110,7 +110,7 @@ def test_training_through_a_shared_evaluator_pool_gives_the_in_process_run(tmp_p
 
 
 def test_the_evaluation_batch_is_picked_by_device_when_a_run_starts(tmp_path, capsys):
-    from sgps.training.runner import default_evaluation_batch
+    from sgps.training.placement import default_evaluation_batch
 
     assert (default_evaluation_batch("cpu"), default_evaluation_batch("cuda")) == (1, 32)
     domain = get_domain("tsp")

@@ -33,6 +33,7 @@ from sgps.training.methods.hips import run as hips_run
 from sgps.training.methods.hips.dataset import Dataset, Trajectory, build_dataset, read_dataset, write_dataset
 from sgps.training.methods.hips.run import resolve_settings
 from sgps.training.methods.hips.search import HybridChildren
+from sgps.training.run import Run
 
 SMALL_TSP = {"size": 6, "cities": 2, "walls": True}
 
@@ -323,11 +324,20 @@ def test_a_tiny_seeded_run_trains_every_component_and_solves_small_levels(tmp_pa
     assert main(["test", str(runs[0]), "--problems", str(test), "--budget", "300", "--rounds", "2"]) == 0
     out = capsys.readouterr().out
     assert "solved 4/4" in out and "low-level steps" in out
-    with pytest.raises(ConfigError, match="a hips-eps run, which `sgps test` searches with"):
-        sgps.load(runs[0])
     with open(runs[0] / "metrics" / "test-test.csv", newline="") as handle:
         attempts = list(csv.DictReader(handle))
     assert all(int(row["steps"]) >= int(row["expanded"]) for row in attempts)
+    searcher = sgps.load(runs[0])  # HIPS-ε's runs load like the others: its hybrid search, as `sgps test` runs it
+    first_round = {int(row["problem"]): row for row in attempts if row["round"] == "1"}
+    for index, row in first_round.items():
+        outcome = searcher.solve(test, index=index, budget=300)
+        assert (outcome.solved, outcome.expansions) == (row["solved"] == "1", int(row["expanded"])), index
+        if outcome.solved:
+            assert " ".join(map(str, outcome.actions)) == row["actions"]
+    together = searcher.solve_many(test, budget=300)
+    assert [o.expansions for o in together] == [int(first_round[k]["expanded"]) for k in range(4)]
+    with pytest.raises(ConfigError, match=r"a hips-eps run searches with its hybrid search \(hips\) only, not phs"):
+        searcher.solve(test, algorithm="phs")
     told: list[tuple[int, int, int, int]] = []
     runner.test(runs[0], test, budget=300, rounds=2,
                 progress=lambda round_number, budget, finished, *, total: told.append(
@@ -487,7 +497,7 @@ def test_a_sokoban_run_learns_its_cell_patterns_and_its_test_loads_them(tmp_path
     write_levels(tmp_path / "train.txt", sokoban, levels, variant="standard", seed=0, params=params)
     hips_run.train(None, tmp_path / "run", problems=tmp_path / "train.txt", preset="tiny", seed=0, threads=1)
     checkpoint = tmp_path / "run" / "checkpoints" / "latest.safetensors"
-    _, model, _, _ = hips_run.load_run(tmp_path / "run", checkpoint, levels[0])
+    model = Run.open(tmp_path / "run").searcher(levels[0], checkpoint).evaluator.model
     assert model.config.cell_patterns == ((0, 3), (2, 3))  # the agent on a goal, a box on a goal
     assert model.generator.shape[0] == 4 + 1 + 2
 

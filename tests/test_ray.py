@@ -18,7 +18,7 @@ import pytest
 from sgps.cli import main
 from sgps.domains import get_domain, write_levels
 from sgps.domains.generation import generate_levels, resolve_params
-from sgps.training import runner
+from sgps.training import placement, runner
 from sgps.training.ray_pool import RaySearchPool
 
 from comparisons import SMOKE_OPTIONS, smoke_comparison, smoke_document, write_config
@@ -90,7 +90,7 @@ def test_a_killed_actor_loses_and_repeats_no_problem(ray_instance, problems, loc
                 threading.Timer(0.05, ray_instance.kill, args=(self.actors[0],)).start()
             return super().search(method, levels, **options)
 
-    monkeypatch.setattr(runner, "RaySearchPool", KillingPool)
+    monkeypatch.setattr(placement, "RaySearchPool", KillingPool)
     out = tmp_path / "run"
     with pytest.warns(RuntimeWarning, match="are searched again"):
         runner.train(problems[0], out, overrides={"run": {"workers": 2}, **BOOTSTRAP}, preset="tiny",

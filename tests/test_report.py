@@ -17,8 +17,9 @@ from sgps.cli import main
 from sgps.experiments.curves import curve_bands, step_at
 from sgps.experiments.plan import parse_plan
 from sgps.experiments.results import read_curve
-from sgps.experiments.runstate import loop_state, stop_reason
+from sgps.experiments.runstate import stop_reason
 from sgps.experiments.tomlfile import dumps
+from sgps.training.run import loop_state
 from sgps.training.rundir import RunDirectory
 
 from comparisons import smoke_comparison, smoke_document

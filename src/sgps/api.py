@@ -8,31 +8,31 @@
     searcher = sgps.load(run.path)
     result = searcher.solve("test.txt", index=0, budget=2000)
 
-`train` takes the options of ``sgps train`` as keyword arguments. `load` reads a run
-directory the way ``sgps test`` does: its ``config.toml`` names the domain, algorithm
-and network, and its checkpoint holds the weights. A `Searcher` builds the network for
-the level size it is asked about (the size the run was trained on; another size is a
-`CheckpointError`) and searches in exact best-first order, as the test procedure does.
+`train` takes the options of ``sgps train`` as keyword arguments. `load` opens a run
+directory the way ``sgps test`` does (`sgps.training.run.Run`): its ``config.toml`` names
+the domain, algorithm and network, and its checkpoint holds the weights. A `Searcher`
+builds the run's search (its method plug-in's) for the level size it is asked about (the
+size the run was trained on; another size is a `CheckpointError`) and searches in exact
+best-first order, as the test procedure does on a CPU.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sgps.domains import Level, get_domain, read_levels
+from sgps.domains import Level, read_levels
 from sgps.domains.animation import write_gif
-from sgps.errors import CheckpointError, ConfigError, check_whole_number
+from sgps.errors import ConfigError, check_whole_number
 from sgps.search import SearchResult, search, search_lockstep
 from sgps.search.costs import Algorithm
-from sgps.training import Method, RunDirectory, runner
-from sgps.training.config import TrainConfig, load_run_config, option_overrides
-from sgps.training.methods.hips import run as hips
-from sgps.training.runner import checkpoint_path
-from sgps.training.setup import FLAT_HEADS, build_method, pick_device, search_algorithm
+from sgps.training import RunDirectory, runner
+from sgps.training.config import option_overrides
+from sgps.training.methods.plugin import RunSearch
+from sgps.training.run import Run
+from sgps.training.setup import pick_device
 from sgps.training.testing import record_name, record_path
 
 #: The devices `load` takes (`run.device`'s values).
@@ -79,17 +79,19 @@ class TrainedRun:
 class Searcher:
     """A trained run's model driving its search: `solve` one level, `solve_many` in lockstep."""
 
-    def __init__(self, config: TrainConfig, checkpoint: Path) -> None:
-        """Prefer `load`; `config` is the run's resolved configuration, `checkpoint` its weights."""
-        self.config = config
+    def __init__(self, run: Run, checkpoint: Path, device: str | None = None) -> None:
+        """Prefer `load`; `run` is the opened run folder, `checkpoint` its weights, `device` where they go
+        (None: the run's own `run.device`)."""
+        self.run = run
         self.checkpoint = checkpoint
-        self.domain = get_domain(config.run.domain)
-        self._methods: dict[tuple[int, int, int], Method] = {}  # per observation shape
+        self.device = device
+        self.domain = run.domain
+        self._searches: dict[tuple[tuple[int, int, int], float | None], RunSearch] = {}  # per shape and ε
 
     @property
     def algorithm(self) -> str:
         """The algorithm the run trained (its default search)."""
-        return self.config.run.algorithm
+        return self.run.algorithm
 
     def solve(
         self,
@@ -105,15 +107,15 @@ class Searcher:
         `level` is a level file or folder (`index` picks the level, the first by default),
         a `Level`, or a domain state (then `index` is refused: there is nothing to pick).
         `budget` caps the expansions (None: no cap). `algorithm` is the trained one by
-        default, or any search the network's heads can guide (astar, wastar and gbfs need
-        a heuristic head, levin a policy head, phs both; bfs needs neither).
-        `epsilon` is the policy noise (default: the run's).
+        default, or any search the run's model can guide (a flat network: astar, wastar and
+        gbfs need a heuristic head, levin a policy head, phs both, bfs neither; a hips-eps
+        run: its hybrid search only). `epsilon` is the policy noise (default: the run's).
         """
         start = self._start(level, index)
-        method, chosen = self._prepare(start, algorithm)
+        trained, chosen = self._prepare(start, algorithm, epsilon)
         result = search(
-            self.domain, start, chosen, method.test_evaluator(),
-            budget=self._budget(budget), epsilon=self._epsilon(epsilon),
+            self.domain, start, chosen, trained.evaluator,
+            budget=self._budget(budget), epsilon=trained.epsilon, children=trained.children,
         )  # fmt: skip
         return _outcome(result)
 
@@ -149,10 +151,10 @@ class Searcher:
         shapes = {self.domain.observation_shape(start) for start in starts}
         if len(shapes) > 1:
             raise ConfigError(f"solve_many needs levels of one size; these have observation shapes {sorted(shapes)}")
-        method, chosen = self._prepare(starts[0], algorithm)
+        trained, chosen = self._prepare(starts[0], algorithm, epsilon)
         results = search_lockstep(
-            self.domain, starts, chosen, method.test_evaluator(),
-            budget=self._budget(budget), epsilon=self._epsilon(epsilon),
+            self.domain, starts, chosen, trained.evaluator,
+            budget=self._budget(budget), epsilon=trained.epsilon, children=trained.children,
         )  # fmt: skip
         return [_outcome(result) for result in results]
 
@@ -171,47 +173,29 @@ class Searcher:
         self.domain.check_state(state)
         return state
 
-    def _prepare(self, start: Any, name: str | None) -> tuple[Method, Algorithm]:
-        """The method for levels shaped like `start`, and the algorithm to search with (checked first)."""
-        algorithm = None if name is None else self._algorithm(name)
-        method = self._method(start)
-        return method, method.algorithm if algorithm is None else algorithm
-
-    def _method(self, start: Any) -> Method:
-        """The run's method for levels shaped like `start`, its weights loaded from the checkpoint."""
-        shape = self.domain.observation_shape(start)
-        method = self._methods.get(shape)
-        if method is None:
-            method = build_method(self.domain, start, self.config)
-            method.load_model(self.checkpoint)
-            self._methods[shape] = method
-        return method
-
-    def _algorithm(self, name: str) -> Algorithm:
-        """The algorithm called `name`, if the run's network has the heads it needs."""
-        try:
-            algorithm = search_algorithm(name, self.config)
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
-        policy, heuristic = FLAT_HEADS.get(self.algorithm, (True, True))
-        for needed, present, head in ((algorithm.uses_policy, policy, "policy"),
-                                      (algorithm.uses_heuristic, heuristic, "heuristic")):  # fmt: skip
-            if needed and not present:
-                raise ConfigError(f"{name} needs a {head}, and the network of this {self.algorithm} run has none")
-        return algorithm
+    def _prepare(self, start: Any, name: str | None, epsilon: float | None) -> tuple[RunSearch, Algorithm]:
+        """The run's search for levels shaped like `start` with policy noise `epsilon` (its weights loaded
+        once per shape and noise), and the algorithm to search with (checked first)."""
+        algorithm = None if name is None else self.run.search_algorithm(name)
+        noise = None if epsilon is None else self._epsilon(epsilon)
+        key = (self.domain.observation_shape(start), noise)
+        trained = self._searches.get(key)
+        if trained is None:
+            trained = self.run.searcher(start, self.checkpoint, device=self.device, epsilon=noise)
+            self._searches[key] = trained
+        return trained, trained.algorithm if algorithm is None else algorithm
 
     def _budget(self, budget: int | None) -> int | None:
         if budget is not None:
             check_whole_number("budget", budget, 1, label="the budget", note=" (or None for no budget)")
         return budget
 
-    def _epsilon(self, epsilon: float | None) -> float:
-        if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, int | float)):
+    def _epsilon(self, epsilon: float) -> float:
+        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
             raise TypeError(f"epsilon must be a number from 0 to 1, not {type(epsilon).__name__} {epsilon!r}")
-        value = self.config.bootstrap.epsilon if epsilon is None else epsilon
-        if not 0.0 <= value <= 1.0:  # NaN fails this too
-            raise ConfigError(f"epsilon must be between 0 and 1, got {value}")
-        return value
+        if not 0.0 <= epsilon <= 1.0:  # NaN fails this too
+            raise ConfigError(f"epsilon must be between 0 and 1, got {epsilon}")
+        return float(epsilon)
 
 
 def load(path: str | Path, *, checkpoint: str = "best", device: str | None = None) -> Searcher:
@@ -222,6 +206,7 @@ def load(path: str | Path, *, checkpoint: str = "best", device: str | None = Non
     does: ``best`` (the latest when no validation has run yet), ``last``, or a file.
     `device` is ``cpu``, ``cuda`` or ``auto`` (default: the run's own setting); ``cuda``,
     given or the run's, on a machine without a CUDA device is refused here, not at the first search.
+    Every method's runs load alike, HIPS-ε's included (its hybrid search).
     """
     if not isinstance(path, str | Path):
         raise TypeError(f"path must be a run directory or checkpoint file (str or Path), not {type(path).__name__}")
@@ -235,25 +220,20 @@ def load(path: str | Path, *, checkpoint: str = "best", device: str | None = Non
     if given.is_file() and given.suffix != ".safetensors":
         raise ConfigError(f"{given}: not a run directory or a checkpoint (.safetensors) file; sgps.load takes what "
                           "`sgps train` wrote")  # fmt: skip
-    if given.is_file():
-        run, weights = given.parent.parent, given
-    else:
-        run, weights = given, checkpoint_path(given, checkpoint)
-    if not (run / "config.toml").is_file():
-        raise ConfigError(f"{run}: not a run directory (it has no config.toml)")
-    if hips.is_hips_run(run):
-        raise ConfigError(f"{run}: a {hips.ALGORITHM} run, which `sgps test` searches with; sgps.load takes the "
-                          "runs of the Bootstrap methods (phs, levin, wastar, phs-sg, levin-sg)")  # fmt: skip
-    config = load_run_config(run / "config.toml")
-    if device is not None:
-        config = dataclasses.replace(config, run=dataclasses.replace(config.run, device=device))
+    folder = given.parent.parent if given.is_file() else given
+    if not (folder / "config.toml").is_file():
+        raise ConfigError(f"{folder}: not a run directory (it has no config.toml)")
+    return _searcher(Run.open(folder), given if given.is_file() else str(checkpoint), device)
+
+
+def _searcher(run: Run, checkpoint: str | Path, device: str | None) -> Searcher:
+    """`load`'s searcher of the opened `run` with the weights `checkpoint` names (or the file it is)."""
     try:  # cuda (given, or the run's own) on a machine without a CUDA device: refused now, not at the first search
-        pick_device(config.run.device)
+        pick_device(device or run.device)
     except ConfigError as error:
-        raise ConfigError(f"{run}: {error}; pass device='cpu' to search on the CPU") from None
-    if not weights.is_file():
-        raise CheckpointError(f"{weights}: no such checkpoint file")
-    return Searcher(config, weights)
+        raise ConfigError(f"{run.path}: {error}; pass device='cpu' to search on the CPU") from None
+    weights = checkpoint if isinstance(checkpoint, Path) else run.weights(checkpoint)
+    return Searcher(run, weights, device)
 
 
 def train(
@@ -344,7 +324,7 @@ def train(
 
 
 def animate_test_solutions(
-    run: str | Path, problems: str | Path, out: str | Path, *, limit: int = 20, checkpoint: str = "best"
+    run: str | Path | Run, problems: str | Path, out: str | Path, *, limit: int = 20, checkpoint: str = "best"
 ) -> list[Path]:
     """GIFs of the solutions the last ``sgps test`` of `problems` found: one per solved problem, at most `limit`.
 
@@ -352,19 +332,19 @@ def animate_test_solutions(
     ``RUN/metrics/test-NAME.csv``; the first `limit` of them (in problem order) are
     searched again in lockstep, which finds their solutions again without searching
     the unsolved problems, and each solution is drawn to ``OUT/<file>-<k>.gif``.
-    Returns the files written.
+    Returns the files written. `run`: a run folder, or a run opened already (`Run`).
     """
     check_whole_number("limit", limit, 0, label="the GIF limit")
-    run = _path("run", run, "a run directory")
+    folder = run.path if isinstance(run, Run) else _path("run", run, "a run directory")
     problems, out = _path("problems", problems, "a level file or folder"), _path("out", out, "a folder")
     record = record_name(problems)
-    if not record_path(run, problems).is_file():
-        raise ConfigError(f"{run} has no test record of {problems}; run `sgps test` on it first")
-    rows = [row for row in RunDirectory(run).read(record) if row["solved"] == "1"]
+    if not record_path(folder, problems).is_file():
+        raise ConfigError(f"{folder} has no test record of {problems}; run `sgps test` on it first")
+    rows = [row for row in RunDirectory(folder).read(record) if row["solved"] == "1"]
     chosen = sorted(rows, key=lambda row: int(row["problem"]))[:limit]
     if not chosen:
         return []
-    searcher = load(run, checkpoint=checkpoint)
+    searcher = _searcher(Run.of(run), checkpoint, None)
     levels = read_levels(problems, searcher.domain).levels
     picked = [levels[int(row["problem"])] for row in chosen]
     outcomes = searcher.solve_many(picked, budget=max(int(row["budget"]) for row in chosen))

@@ -43,9 +43,11 @@ from sgps.search.shared import EVALUATOR_PLACES
 from sgps.training import runner
 from sgps.training.archive import DEFAULT_PART_BYTES, MIN_PART_BYTES
 from sgps.training.config import TRAIN_OPTIONS, check_options_apply, option_overrides
-from sgps.training.methods.hips import run as hips
 from sgps.training.methods.hips.dataset import build_dataset, dataset_journal, write_dataset
-from sgps.training.schema import ALGORITHMS
+from sgps.training.methods.plugin import MethodPlugin
+from sgps.training.placement import check_threads, usable_cores
+from sgps.training.plugins import PLUGINS, plugin_for
+from sgps.training.run import Run
 
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
 DEMO_CONFIG = Path(__file__).parent / "experiments" / "configs" / "demo.toml"
@@ -189,7 +191,8 @@ def _add_train_command(commands: Any) -> None:
     )
     train_cmd.add_argument("--out", required=True, type=_path, help="run directory")
     train_cmd.add_argument("--domain", help="domain of the level files (when they do not name it)")
-    train_cmd.add_argument("--algorithm", choices=(*ALGORITHMS, hips.ALGORITHM), help="default: phs")
+    algorithms = [name for plugin in PLUGINS for name in plugin.algorithms]
+    train_cmd.add_argument("--algorithm", choices=algorithms, help="default: phs")
     train_cmd.add_argument("--validation", type=_path, help="validation levels (default: a split of --problems)")
     train_cmd.add_argument("--config", type=_path, help="TOML file with [run] [network] [learner] [bootstrap]")
     train_cmd.add_argument("--preset", choices=("tiny", "cpu", "paper"), help="default: cpu")
@@ -608,7 +611,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
             bar.update(done - bar.n)
 
         built = build_dataset(levels.domain, levels.levels, max_states=args.max_states, progress=progress,
-                              workers=args.workers or runner.usable_cores(), journal=journal)  # fmt: skip
+                              workers=args.workers or usable_cores(), journal=journal)  # fmt: skip
     for name, reason in built.skipped:
         print(f"skipped {name}: {reason}")
     if not built.dataset.trajectories:
@@ -624,11 +627,12 @@ def cmd_dataset(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    if args.algorithm == hips.ALGORITHM:
-        return _train_hips(args)
+    plugin = plugin_for(args.algorithm or "phs")
+    if not plugin.bootstrap:
+        return _train_offline(args, plugin)
     if args.dataset is not None:
-        algorithm = args.algorithm or "phs"
-        raise ConfigError(f"--dataset is for --algorithm {hips.ALGORITHM}; {algorithm} learns from --problems")
+        offline = ", ".join(name for other in PLUGINS if not other.bootstrap for name in other.algorithms)
+        raise ConfigError(f"--dataset is for --algorithm {offline}; {args.algorithm or 'phs'} learns from --problems")
     if args.problems is None:
         raise ConfigError("--problems is required: the training levels")
     overrides = option_overrides({name: getattr(args, name) for name in TRAIN_OPTIONS})
@@ -657,30 +661,34 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _train_hips(args: argparse.Namespace) -> int:
-    """`sgps train --algorithm hips-eps --dataset DATA`: offline training, no Bootstrap."""
+def _train_offline(args: argparse.Namespace, plugin: MethodPlugin) -> int:
+    """`sgps train --algorithm hips-eps --dataset DATA`: a method that learns offline, without the Bootstrap loop."""
     if (args.dataset is None) == (args.problems is None):
-        raise ConfigError(f"--algorithm {hips.ALGORITHM} learns offline: give --dataset (written by `sgps dataset`) "
+        raise ConfigError(f"--algorithm {args.algorithm} learns offline: give --dataset (written by `sgps dataset`) "
                           "or --problems (solved first with the exact solver)")  # fmt: skip
     ignored = [name for name, value in (("--validation", args.validation), ("--resume", args.resume),
                ("--executor ray", args.executor == "ray"), ("--max-batches", args.max_batches)) if value]  # fmt: skip
     if ignored:
         unused = ", ".join(ignored)
-        raise ConfigError(f"{unused}: not used by --algorithm {hips.ALGORITHM}, which learns offline")
-    check_options_apply(hips.ALGORITHM, [name for name in TRAIN_OPTIONS if getattr(args, name) is not None])
+        raise ConfigError(f"{unused}: not used by --algorithm {args.algorithm}, which learns offline")
+    check_options_apply(args.algorithm, [name for name in TRAIN_OPTIONS if getattr(args, name) is not None])
     if args.threads is not None:
-        runner.check_threads(args.threads)
-    settings, count = hips.train(args.dataset, args.out, problems=args.problems, domain=args.domain,
-                                 preset=args.preset or "cpu", extra_problems=args.extra_problems,
-                                 config_file=args.config, seed=args.seed or 0, device=args.device or "cpu",
-                                 overwrite=args.overwrite, threads=args.threads)  # fmt: skip
-    print(f"trained {hips.ALGORITHM} on {count} trajectories (K = {settings.codebook_size}) -> {args.out}")
+        check_threads(args.threads)
+    assert plugin.train_offline is not None
+    settings, count = plugin.train_offline(args.dataset, args.out, problems=args.problems, domain=args.domain,
+                                           preset=args.preset or "cpu", extra_problems=args.extra_problems,
+                                           config_file=args.config, seed=args.seed or 0, device=args.device or "cpu",
+                                           overwrite=args.overwrite, threads=args.threads)  # fmt: skip
+    print(f"trained {args.algorithm} on {count} trajectories (K = {settings.codebook_size}) -> {args.out}")
     return 0
 
 
 def cmd_test(args: argparse.Namespace) -> int:
     if args.gif is not None:
         check_outputs([Output("--gif", args.gif, FOLDER)], [("run", args.run), ("--problems", args.problems)])
+    workers = 1 if args.workers is None else args.workers
+    runner.check_test_request(args.budget, args.rounds, workers, args.executor)
+    run = Run.open(args.run)  # read once, for the test and the GIFs
     with tqdm(unit="search", leave=False, disable=None, delay=1.0) as bar:  # on a terminal, after a second
 
         def progress(round_number: int, budget: int, finished: int, *, total: int) -> None:
@@ -689,13 +697,13 @@ def cmd_test(args: argparse.Namespace) -> int:
                 bar.set_description(f"test round {round_number} (budget {budget:,})", refresh=False)
             bar.update(finished - bar.n)  # throttled by tqdm, and shown only after its delay
 
-        summary = runner.test(args.run, args.problems, budget=args.budget, rounds=args.rounds,
+        summary = runner.test(run, args.problems, budget=args.budget, rounds=args.rounds,
                               checkpoint=args.checkpoint, executor=args.executor, ray_address=args.ray_address,
-                              progress=progress, workers=1 if args.workers is None else args.workers)  # fmt: skip
+                              progress=progress, workers=workers)  # fmt: skip
     print(summary.table_row())
     if args.gif is not None:
         limit = GIF_LIMIT if args.gif_limit is None else args.gif_limit
-        written = animate_test_solutions(args.run, args.problems, args.gif, limit=limit, checkpoint=args.checkpoint)
+        written = animate_test_solutions(run, args.problems, args.gif, limit=limit, checkpoint=args.checkpoint)
         print(f"wrote {len(written)} GIFs to {args.gif}")
     return 0
 

@@ -50,9 +50,9 @@ from sgps.experiments.tomlfile import dumps
 from sgps.fileio import atomic_write_text, open_regular
 from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.training.methods.hips import run as hips
+from sgps.training.placement import usable_cores
 from sgps.training.ray_pool import check_executor, cluster_cpus, connect
 from sgps.training.rundir import RunDirectory, to_toml
-from sgps.training.runner import usable_cores
 from sgps.training.tensorboard import require_tensorboard
 
 

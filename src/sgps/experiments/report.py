@@ -50,14 +50,14 @@ from sgps.experiments.results import (
 )
 from sgps.fileio import atomic_write_text
 from sgps.outputs import Output, check_outputs
-from sgps.training.methods.hips import run as hips
+from sgps.training.plugins import PLUGINS
 
 LABELS = {"phs": "PHS*(π)", "levin": "LevinTS(π)", "wastar": "WA*", "phs-sg": "PHS*(π^SG)", "levin-sg": "LevinTS(π^SG)",
           "hips-eps": "HIPS-ε"}  # fmt: skip
 #: Marks an algorithm some of whose runs a guard cut.
 GUARD_MARK = "‡"
 #: Trained offline, from the exact solver's trajectories: no training searches, no learning curve.
-OFFLINE_ALGORITHMS = (hips.ALGORITHM,)
+OFFLINE_ALGORITHMS = tuple(name for plugin in PLUGINS if not plugin.bootstrap for name in plugin.algorithms)
 SUBGOAL_ALGORITHMS = ("phs-sg", "levin-sg")
 
 

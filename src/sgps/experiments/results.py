@@ -22,7 +22,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,16 +33,9 @@ from sgps.domains.levels import LevelSet, read_levels
 from sgps.errors import CheckpointError, SgpsError
 from sgps.experiments.plan import ComparePlan, RunSpec
 from sgps.experiments.problems import problem_files
-from sgps.experiments.runstate import (
-    RunProgress,
-    loop_state,
-    stop_reason,
-    test_csv,
-    tested_weights,
-    training_finished,
-    training_progress,
-)
+from sgps.experiments.runstate import RunProgress, stop_reason, test_csv, tested_weights, training_progress
 from sgps.training.bootstrap import GUARD_STOPS
+from sgps.training.run import Run, loop_state
 from sgps.training.rundir import RunDirectory
 from sgps.training.testing import fault_in_test_record
 
@@ -110,16 +102,17 @@ def load_results(plan: ComparePlan, out: Path, train_total: int) -> list[RunResu
         path = out / "runs" / spec.name
         if spec.config is None:
             if (path / "config.toml").exists():
-                results.append(_offline_result(plan, spec, path, train_total, sets))
+                results.append(_offline_result(plan, spec, Run.open(path), train_total, sets))
             continue
         state = loop_state(path)
         if state is None and not (path / "metrics" / "outstanding.csv").exists():
             continue  # not started
-        directory = RunDirectory(path)
+        run = Run.open(path)
+        directory = run.directory
         train_count = plan.train_count(spec, train_total)
         records = read_tests(plan, sets, path)
         curve = read_curve(directory, train_count)
-        settings = tomllib.loads((path / "config.toml").read_text())
+        settings = run.document
         finished = state is not None and bool(state["finished"])
         # Still training: the clock of its last logged batch is newer than its checkpoint's.
         seconds = state["seconds"] if finished else float(curve.seconds[-1]) if curve is not None else 0.0
@@ -182,15 +175,15 @@ def guard_warning(cut: Sequence[RunResult]) -> str | None:
 
 
 def _offline_result(
-    plan: ComparePlan, spec: RunSpec, path: Path, train_total: int, sets: Mapping[str, LevelSet | str]
+    plan: ComparePlan, spec: RunSpec, run: Run, train_total: int, sets: Mapping[str, LevelSet | str]
 ) -> RunResult:
-    """HIPS-ε's run: no training searches (no curve); its hours are the offline training's."""
-    rows = RunDirectory(path, ("seconds",)).read("learning")
+    """A run of a method that learns offline (HIPS-ε): no training searches (no curve); its hours are the
+    offline training's."""
+    rows = run.directory.read("learning")
     seconds = float(rows[-1]["seconds"]) if rows and rows[-1].get("seconds") else 0.0
-    records = read_tests(plan, sets, path)
-    settings = tomllib.loads((path / "config.toml").read_text())
-    return RunResult(spec, training_finished(path), records.tests, None, plan.train_count(spec, train_total),
-                     seconds / 3600, None, settings, damaged=records.damaged, stale=records.stale,
+    records = read_tests(plan, sets, run.path)
+    return RunResult(spec, run.training_finished(), records.tests, None, plan.train_count(spec, train_total),
+                     seconds / 3600, None, run.document, damaged=records.damaged, stale=records.stale,
                      unnamed=records.unnamed)  # fmt: skip
 
 

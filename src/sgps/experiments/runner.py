@@ -35,17 +35,10 @@ from sgps.experiments.launchers import Launched, Launcher, LocalLauncher
 from sgps.experiments.plan import ComparePlan, RunSpec, TestSet
 from sgps.experiments.problems import ProblemFiles
 from sgps.experiments.progress import ProgressDisplay
-from sgps.experiments.runstate import (
-    journalled_attempts,
-    loop_state,
-    made_with_other_weights,
-    test_csv,
-    training_finished,
-    training_progress,
-)
+from sgps.experiments.runstate import journalled_attempts, made_with_other_weights, test_csv, training_progress
 from sgps.fileio import open_regular
 from sgps.search.shared import evaluator_place
-from sgps.training.config import load_run_config
+from sgps.training.run import Run, loop_state, training_finished
 from sgps.training.setup import pick_device
 
 POLL_SECONDS = 0.5
@@ -128,7 +121,7 @@ class Scheduler:
 
     def _next_step(self, job: Job) -> tuple[str, list[str]] | None:
         """The job's next command (and its status), or None when nothing is left to do now."""
-        if not training_finished(job.path):
+        if not training_finished(job.path, offline=job.run.config is None):
             if job.trained:
                 return None
             if job.run.config is None:
@@ -143,7 +136,7 @@ class Scheduler:
         """Start the job's next command; False (and a final status) when it has none."""
         step = self._next_step(job)
         if step is None:
-            job.status = DONE if training_finished(job.path) else PAUSED
+            job.status = DONE if training_finished(job.path, offline=job.run.config is None) else PAUSED
             if job.commands:
                 self.display.event(f"{job.run.name}: {job.status}")
             return False
@@ -253,7 +246,7 @@ def _stop(job: Job) -> None:
 
 def _tests_with_model_copies(run: Path) -> bool:
     """Whether `sgps test --workers` gives this trained run's search processes a model copy each."""
-    config = load_run_config(run / "config.toml")
+    config = Run.open(run).config
     device = pick_device("auto").type if config.run.device == "auto" else config.run.device
     return evaluator_place(config.run.evaluator, device) == "per-process"
 

@@ -19,10 +19,8 @@ from typing import Any
 from sgps.errors import CheckpointError
 from sgps.fileio import open_regular, read_regular_text
 from sgps.models.checkpoint import weights_digest
-from sgps.training.methods.hips import run as hips
-from sgps.training.runner import checkpoint_path
+from sgps.training.run import checkpoint_path
 from sgps.training.testing import journal_path
-from sgps.training.trainer_state import read_trainer_state
 
 _TAIL_BYTES = 8192
 
@@ -34,27 +32,6 @@ class RunProgress:
     iteration: int  # passes completed before this batch
     budget: int | None
     outstanding: int
-
-
-def loop_state(run: Path) -> dict[str, Any] | None:
-    """The loop state of the run's trainer checkpoint (spec/algorithms.md 6.5), None before the first one."""
-    path = run / "checkpoints" / "trainer.pt"
-    if not path.exists():
-        return None
-    payload = read_trainer_state(path)
-    if not isinstance(payload, dict) or not isinstance(payload.get("loop"), dict):
-        raise CheckpointError(f"{path}: not a readable trainer checkpoint (no loop state)")
-    return dict(payload["loop"])
-
-
-def training_finished(run: Path) -> bool:
-    """Whether the run's training has ended: its loop state says so, or, for HIPS-ε (trained
-    offline, without a loop), its checkpoint exists (written last, atomically)."""
-    state = loop_state(run)
-    if state is not None:
-        return bool(state["finished"])
-    offline = (run / "config.toml").is_file() and hips.is_hips_run(run)
-    return offline and (run / "checkpoints" / "latest.safetensors").exists()
 
 
 #: How the loop's log names each reason to stop (runs written before the loop state recorded it).

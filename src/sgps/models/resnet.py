@@ -5,7 +5,7 @@ convolutions run faster on. With the compute-matched `cpu` preset, PHS*(π^SG) s
 1.09-1.30x faster in lockstep-32 on every domain, flat PHS*(π) about as fast as with
 PyTorch's NCHW (0.83-1.47x, within this VM's noise), in 2-4 runs per domain with the
 order of the layouts swapped (`benchmarks/throughput.py --layouts nchw,channels-last`),
-and π^SG's learning step ran faster too (`benchmarks/learning_step.py`; docs/subgoals.md
+and π^SG's learning step ran faster too (docs/subgoals.md
 "Memory layout"). Both layouts give the same outputs up to float rounding (about 1e-7),
 so a run resumed across the change may differ from the earlier version in the last bits;
 the weights keep PyTorch's layout either way, so checkpoints are unchanged.

@@ -33,11 +33,12 @@ def search(
     epsilon: float = 0.01,
     batch_size: int = 1,
     record_graph: bool = False,
+    children: ChildGenerator[Any] | None = None,
 ) -> SearchResult:
-    """One search of `root`: exact best-first order with `batch_size` 1, buffered with k > 1."""
-    engine = BestFirstSearch(
-        domain, root, algorithm, budget=budget, epsilon=epsilon, batch_size=batch_size, record_graph=record_graph
-    )
+    """One search of `root`: exact best-first order with `batch_size` 1, buffered with k > 1;
+    `children`: expand through this generator (`sgps.search.children`) instead of one child per action."""
+    engine = BestFirstSearch(domain, root, algorithm, budget=budget, epsilon=epsilon, batch_size=batch_size,
+                             record_graph=record_graph, children=children)  # fmt: skip
     return run(engine, evaluator)
 
 

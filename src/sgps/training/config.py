@@ -45,7 +45,7 @@ class SearchSettings:
     duplicates: str = "eager"  # eager: first generated copy wins (code); lazy: closed set over expanded (paper)
     #: Children each search gathers before one evaluation call: 1 is exact best-first order;
     #: k > 1 the reference's buffered order (its trainer's `inference_batch_size`, 32); 0 picks
-    #: by device when a run starts (`sgps.training.runner.default_evaluation_batch`).
+    #: by device when a run starts (`sgps.training.placement.default_evaluation_batch`).
     evaluation_batch: int = 0
     precision: str = "float32"  # of search evaluations (`sgps.models.precision`); learning: learner.precision
 
@@ -217,8 +217,12 @@ def resolve_config(
     file: Path | None = None,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     spell: Callable[[str], str] | None = None,
+    *,
+    document: Mapping[str, Any] | None = None,
 ) -> TrainConfig:
     """Merge a preset, an optional TOML file and overrides, then check them against `schema.RULES`.
+
+    `document`: the file's content when the caller has read it already (it is not read again).
 
     Raises `ConfigError` naming the source (file or command line), the section.key, the value
     and what is allowed, and, given `spell` (how the caller's user named a `TRAIN_OPTIONS`
@@ -230,7 +234,7 @@ def resolve_config(
     origins: dict[str, str] = {}
     layers: list[tuple[str, Mapping[str, Any]]] = []
     if file is not None:
-        layers.append((str(file), read_toml(file)))
+        layers.append((str(file), read_toml(file) if document is None else document))
     if overrides:
         layers.append(("command line", overrides))
     for origin, layer in layers:
@@ -277,15 +281,19 @@ LATER_SETTINGS: dict[tuple[str, str], Any] = {
 }
 
 
-def load_run_config(file: Path, overrides: Mapping[str, Mapping[str, Any]] | None = None) -> TrainConfig:
+def load_run_config(
+    file: Path, overrides: Mapping[str, Mapping[str, Any]] | None = None, *, document: Mapping[str, Any] | None = None
+) -> TrainConfig:
     """A run directory's own ``config.toml``, which must list every setting (a run writes it in full).
 
     A key missing from it would otherwise take a preset's value without a word (an
     emptied file would become the `paper` preset, and the error would then blame the
     checkpoint); here it is an error naming the keys, unless it is one of the
-    `LATER_SETTINGS`. The file is not rewritten. `overrides`: see `resolve_config`.
+    `LATER_SETTINGS`. The file is not rewritten. `overrides`: see `resolve_config`; `document`: the
+    file's content when the caller has read it already (`sgps.training.run.Run` reads it once).
     """
-    document = read_toml(file)
+    if document is None:
+        document = read_toml(file)
     absent = [
         (section, field.name)
         for section, cls in SECTIONS.items()
@@ -304,20 +312,26 @@ def load_run_config(file: Path, overrides: Mapping[str, Mapping[str, Any]] | Non
         completed.setdefault(section, {})[key] = LATER_SETTINGS[(section, key)]
     for section, entries in (overrides or {}).items():
         completed.setdefault(section, {}).update(entries)
-    return resolve_config("paper", file, completed)
+    return resolve_config("paper", file, completed, document=document)
 
 
 def read_toml(file: Path) -> dict[str, Any]:
-    """A TOML file's document; a `ConfigError` when it is missing, not a regular file, not UTF-8 or not TOML.
-
-    A UTF-8 byte-order mark that begins the file (some editors write one) is skipped, as in level files.
-    """
+    """A TOML file's document; a `ConfigError` when it is missing, not a regular file, not UTF-8 or not TOML."""
     if file.exists() and not file.is_file():
         raise ConfigError(f"{file}: not a regular file")
     try:
-        text = file.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8")
+        data = file.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{file}: no such config file") from None
+    return parse_toml(data, file)
+
+
+def parse_toml(data: bytes, file: Path) -> dict[str, Any]:
+    """The TOML document of `data`, the bytes of `file` (named in a `ConfigError` when they are not UTF-8 or
+    not TOML). A UTF-8 byte-order mark that begins the file (some editors write one) is skipped, as in level files.
+    """
+    try:
+        text = data.removeprefix(codecs.BOM_UTF8).decode("utf-8")
     except UnicodeDecodeError as error:
         raise ConfigError(f"{file}: not a UTF-8 text file (byte {error.start})") from None
     try:

@@ -27,7 +27,8 @@ from sgps.domains.levels import read_levels, states_digest
 from sgps.errors import CheckpointError, ConfigError, RunLockedError
 from sgps.fileio import open_regular
 from sgps.training.archive import DEFAULT_PART_BYTES, ArchiveIndex, Member, extract_to_new_folder, write_archive
-from sgps.training.config import load_run_config
+from sgps.training.config import parse_toml
+from sgps.training.run import CONFIG, Run
 from sgps.training.rundir import RunDirectory
 from sgps.training.setup import training_and_validation
 from sgps.training.trainer_state import decode_trainer_state
@@ -59,7 +60,8 @@ def pack_run(
     members = [Member(path, data) for path, data in files.items()]
     given = {"train": problems, "validation": validation}
     fingerprint = progress.pop("fingerprint", {})
-    _check_problems(run, problems, validation, fingerprint)
+    opened = Run.from_document(run, parse_toml(files[CONFIG], run / CONFIG))  # the snapshot's config, not read again
+    _check_problems(opened, problems, validation, fingerprint)
     for name, path in given.items():
         if path is None:
             continue
@@ -220,16 +222,16 @@ def checkpoint_progress(run: Path, files: Mapping[str, bytes], prefix: str = "")
     return progress
 
 
-def _check_problems(run: Path, problems: Path, validation: Path | None, fingerprint: Mapping[str, str]) -> None:
+def _check_problems(run: Run, problems: Path, validation: Path | None, fingerprint: Mapping[str, str]) -> None:
     """Refuse problem files other than those the run's checkpoint recorded (the run could not resume on them)."""
-    config = load_run_config(run / "config.toml")
+    config = run.config
     levels = read_levels(problems, config.run.domain or None)
     train, held_out = training_and_validation(problems, levels, validation, config)
     for name, states, path in (("train", train, problems), ("validation", held_out, validation or problems)):
         recorded = fingerprint.get(f"problems.{name}")
         if recorded is not None and recorded != states_digest(levels.domain, states):
             extra = "" if validation is not None or name == "train" else " (give --validation if the run had one)"
-            raise ConfigError(f"{path}: not the {name} problems {run} was trained on{extra}")
+            raise ConfigError(f"{path}: not the {name} problems {run.path} was trained on{extra}")
 
 
 def _read_problem_file(path: Path) -> bytes:

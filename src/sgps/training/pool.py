@@ -1,6 +1,6 @@
 """Searching a Bootstrap batch with a pool of worker processes.
 
-Two kinds of pool, chosen by `run.evaluator` (`sgps.training.runner.local_pool`):
+Two kinds of pool, chosen by `run.evaluator` (`sgps.training.placement.search_pool`):
 
 - `SharedEvaluatorPool` ("shared"): the workers only search; every evaluation request
   goes through shared memory to the method's own evaluator in the training process

@@ -6,10 +6,9 @@ import contextlib
 import csv
 import dataclasses
 import functools
-import os
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,31 +21,23 @@ from sgps.fileio import atomic_write_text
 from sgps.models.checkpoint import weights_digest
 from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.search.engine import SearchResult
-from sgps.search.shared import evaluator_place
-from sgps.training.bootstrap import BatchSearcher, Bootstrap, LoopState, Method
-from sgps.training.config import (
-    TrainConfig,
-    check_options_apply,
-    given_options,
-    load_run_config,
-    option_flag,
-    resolve_config,
-)
-from sgps.training.methods.hips import run as hips
+from sgps.training.bootstrap import BatchSearcher, Bootstrap, LoopState
+from sgps.training.config import TrainConfig, check_options_apply, given_options, option_flag, resolve_config
+from sgps.training.methods.plugin import RunSearch
 from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
-from sgps.training.pool import SearchPool, SharedEvaluatorPool, request_rows
-from sgps.training.ray_pool import RaySearchPool, check_executor, cluster_cpus, connect
-from sgps.training.rundir import RUN_FILES, RunDirectory, to_toml
-from sgps.training.setup import (
-    SUBGOAL_COSTS,
-    build_method,
-    build_subgoal_method,
-    pick_device,
-    setup_frozen,
-    training_and_validation,
+from sgps.training.placement import (
+    check_threads,
+    default_evaluation_batch,
+    default_threads,
+    search_pool,
+    search_workers,
 )
+from sgps.training.ray_pool import check_executor
+from sgps.training.run import Run
+from sgps.training.rundir import RUN_FILES, RunDirectory, to_toml
+from sgps.training.setup import build_method, build_subgoal_method, pick_device, setup_frozen, training_and_validation
 from sgps.training.tensorboard import TensorBoardLog, remove_run_events, require_tensorboard
-from sgps.training.testing import TestProgress, TestSummary, attempt_identity, record_path, run_test
+from sgps.training.testing import TestProgress, TestSummary, attempt_identity, run_test
 from sgps.version import sgps_version
 
 
@@ -108,14 +99,7 @@ def train(
         require_tensorboard()
         check_outputs([Output("--tensorboard", Path(config.run.tensorboard), FOLDER), run_output(out)])
     device = pick_device(config.run.device)
-    if executor == "ray" and config.run.evaluator == "shared":
-        raise ConfigError('run.evaluator = "shared" is for local search processes; Ray actors evaluate with '
-                          "their own CPU copies (drop it, or use --executor local)")  # fmt: skip
-    if executor == "ray":  # before anything is written: Ray missing or unreachable is refused here
-        ray = connect(ray_address)
-        workers = config.run.workers or cluster_cpus(ray)
-    else:
-        workers = config.run.workers or default_workers(evaluator_place(config.run.evaluator, device.type))
+    workers = search_workers(executor, config, device.type, ray_address)  # Ray missing or unreachable: refused now
     threads = default_threads() if threads is None else threads
     check_threads(threads)
     torch.set_num_threads(threads)
@@ -129,12 +113,9 @@ def train(
     run_dir = RunDirectory(out, method.report_columns)
     with contextlib.ExitStack() as stack:
         stack.enter_context(run_dir.lock())
-        pool: BatchSearcher | None = None
-        if executor == "ray":
-            pool = stack.enter_context(RaySearchPool(workers, levels.domain, train_levels[0], config,
-                                                     address=ray_address))  # fmt: skip
-        elif workers > 1:
-            pool = stack.enter_context(local_pool(workers, levels.domain, train_levels[0], method, config))
+        pool: BatchSearcher | None = stack.enter_context(
+            search_pool(executor, workers, levels.domain, train_levels[0], method, config, ray_address=ray_address)
+        )
         fingerprint = run_fingerprint(config, levels.domain, train_levels, validation_levels)
         bootstrap = Bootstrap(levels.domain, train_levels, validation_levels, method, config.bootstrap, run_dir, pool,
                               fingerprint, evaluation_batch=config.search.evaluation_batch,
@@ -225,7 +206,7 @@ def _resumed_config(
     if refused:
         allowed = ", ".join(f"{section}.{key}" for section, key in RESUME_OVERRIDES)
         raise ConfigError(f"{', '.join(refused)} cannot change when a run is resumed (allowed: {allowed})")
-    return load_run_config(out / "config.toml", overrides)
+    return Run.open(out, overrides).config
 
 
 def run_fingerprint(
@@ -241,76 +222,6 @@ def run_fingerprint(
     for name, levels in (("train", train), ("validation", validation)):
         fingerprint[f"problems.{name}"] = states_digest(domain, levels)
     return fingerprint
-
-
-def check_threads(threads: int) -> None:
-    """Refuse a thread count below 1 or above the cores this process may use (more threads than
-    cores only slow torch down, and a million of them crash the process)."""
-    cores = usable_cores()
-    if not 1 <= threads <= cores:
-        raise ConfigError(f"--threads must be from 1 to {cores} (the cores this process may use), got {threads}")
-
-
-def usable_cores() -> int:
-    """CPU cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def default_workers(place: str) -> int:
-    """Search processes of a local run (`run.workers = 0`): one per usable core, or one fewer
-    around a shared evaluator on a machine with more than 2 cores, so that the evaluating
-    process has a core of its own (H200 box, 16 cores: 15 processes searched 1.1x faster than
-    16; docs/training.md, "Scaling")."""
-    cores = usable_cores()
-    return cores - 1 if place == "shared" and cores > 2 else cores
-
-
-def default_evaluation_batch(device_type: str) -> int:
-    """Children a search gathers per evaluation when `search.evaluation_batch = 0`: 1 (exact
-    order) on a CPU, 32 (the reference trainer's buffered order) on a GPU, where it made
-    learning faster in wall time although it costs expansions (docs/training.md, "The
-    evaluation batch")."""
-    return 32 if device_type == "cuda" else 1
-
-
-def default_threads() -> int:
-    """Torch threads of a training process: OMP_NUM_THREADS where set, else every usable core.
-
-    The process and its search pool never compute at once (the workers search while it
-    waits; it learns while they wait), and the workers run one thread each, so a lone
-    run may use every core. Runs side by side must say so (`sgps compare` sets both).
-    """
-    value = os.environ.get("OMP_NUM_THREADS", "")
-    return int(value) if value.isdigit() and int(value) > 0 else usable_cores()
-
-
-@contextlib.contextmanager
-def local_pool(workers: int, domain: Any, example: Any, method: Method, config: TrainConfig) -> Iterator[BatchSearcher]:
-    """The local pool `run.evaluator` asks for: search processes around the method's own
-    evaluator (`SharedEvaluatorPool`), or processes with a model copy each (`SearchPool`)."""
-    if evaluator_place(config.run.evaluator, pick_device(config.run.device).type) == "shared":
-        share = -(-config.bootstrap.batch_size // workers)
-        rows = request_rows(share, config.search.evaluation_batch, domain.num_actions)
-        with SharedEvaluatorPool(workers, domain, example, method.algorithm, rows) as pool:
-            yield pool
-        return
-    with _one_thread_per_worker(), SearchPool(workers, domain, example, config) as pool:
-        yield pool
-
-
-@contextlib.contextmanager
-def _one_thread_per_worker() -> Iterator[None]:
-    """One OpenMP / MKL thread in the search workers spawned meanwhile (they inherit the environment)."""
-    saved = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-    os.environ.update(dict.fromkeys(saved, "1"))
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _run_with_progress(bootstrap: Bootstrap, train_count: int, quiet: bool, max_batches: int | None) -> LoopState:
@@ -332,7 +243,7 @@ def _run_with_progress(bootstrap: Bootstrap, train_count: int, quiet: bool, max_
 
 
 def test(
-    run: Path,
+    run: Path | Run,
     problems: Path,
     *,
     budget: int = 4000,
@@ -345,98 +256,93 @@ def test(
 ) -> TestSummary:
     """Test a run's model (best, last or a checkpoint path) with budget doubling over `rounds`.
 
+    `run`: the run folder, or the run a command has opened already (`Run.of`).
+
     `executor`: ``local`` searches in this process, or with `workers` > 1 in that many
-    local search processes (`local_pool`: around one shared evaluator where the run's
+    local search processes (`placement.search_pool`: around one shared evaluator where the run's
     `run.evaluator` says so, else with a model copy each), each round's problems split
     between them; ``ray`` deals each round's problems to one Ray actor per CPU of the
     cluster at `ray_address` (or of a local instance). Where the searches run does not
     change the record. `progress`: told as each round's searches finish (`run_test`;
     in-process searches only).
     """
-    if budget < 1 or rounds < 1:
-        raise ConfigError("--budget and --rounds must be at least 1")
-    if workers < 1 or workers > MAX_TEST_WORKERS:
-        raise ConfigError(f"--workers must be from 1 to {MAX_TEST_WORKERS}, got {workers}")
-    check_executor(executor)
-    if hips.is_hips_run(run):
-        if executor != "local" or workers != 1:
-            where = f"--executor {executor}" if executor != "local" else f"--workers {workers}"
-            raise ConfigError(f"{run}: a {hips.ALGORITHM} run is tested in this process; drop {where}")
-        return hips.test(run, problems, budget=budget, rounds=rounds, checkpoint=checkpoint_path(run, checkpoint),
-                         progress=progress)  # fmt: skip
-    config = load_run_config(run / "config.toml")
-    levels = read_levels(problems, config.run.domain)
+    check_test_request(budget, rounds, workers, executor)
+    opened = Run.of(run)
+    if not opened.plugin.bootstrap and (executor != "local" or workers != 1):
+        where = f"--executor {executor}" if executor != "local" else f"--workers {workers}"
+        raise ConfigError(f"{opened.path}: a {opened.algorithm} run is tested in this process (it learns offline, "
+                          f"without a Bootstrap method to copy into search processes); drop {where}")  # fmt: skip
+    levels = read_levels(problems, opened.domain)
     levels.observation_shape()
     states = levels.states()
-    method = build_method(levels.domain, states[0], config)
-    model_file = checkpoint_path(run, checkpoint)
-    method.load_model(model_file)
-    evaluation_batch = config.search.evaluation_batch or default_evaluation_batch(pick_device(config.run.device).type)
-    config = dataclasses.replace(config, search=dataclasses.replace(config.search, evaluation_batch=evaluation_batch))
+    model_file = opened.checkpoint(checkpoint)
+    trained = opened.searcher(states[0], model_file)
+    identity = attempt_identity(model_file, problems, budget=budget, rounds=rounds, epsilon=trained.epsilon,
+                                evaluation_batch=trained.evaluation_batch)  # fmt: skip
     with contextlib.ExitStack() as stack:
         search_batch = None
-        if executor == "ray":
-            pool = stack.enter_context(RaySearchPool(0, levels.domain, states[0], config, address=ray_address))
-            search_batch = functools.partial(_test_round, pool, method, config.bootstrap.epsilon, evaluation_batch)
-        elif workers > 1:
-            pool = stack.enter_context(local_pool(workers, levels.domain, states[0], method, config))
-            search_batch = functools.partial(_test_round, pool, method, config.bootstrap.epsilon, evaluation_batch)
-        return run_test(
-            levels.domain,
-            states,
-            method.algorithm,
-            method.test_evaluator(),
-            budget=budget,
-            rounds=rounds,
-            epsilon=config.bootstrap.epsilon,
-            evaluation_batch=evaluation_batch,
-            csv_path=record_path(run, problems),
-            identity=attempt_identity(
-                model_file,
-                problems,
-                budget=budget,
-                rounds=rounds,
-                epsilon=config.bootstrap.epsilon,
-                evaluation_batch=evaluation_batch,
-            ),
-            weights=weights_digest(model_file),
-            search_batch=search_batch,
-            progress=progress,
-        )
+        if trained.method is not None and (executor == "ray" or workers > 1):
+            config = opened.config
+            config = dataclasses.replace(config, search=dataclasses.replace(
+                config.search, evaluation_batch=trained.evaluation_batch))  # fmt: skip
+            pool = stack.enter_context(
+                search_pool(
+                    executor,
+                    0 if executor == "ray" else workers,
+                    levels.domain,
+                    states[0],
+                    trained.method,
+                    config,
+                    ray_address=ray_address,
+                )
+            )
+            search_batch = functools.partial(_test_round, pool, trained)
+        return run_test(levels.domain, states, trained.algorithm, trained.evaluator, budget=budget, rounds=rounds,
+                        epsilon=trained.epsilon, evaluation_batch=trained.evaluation_batch,
+                        children=trained.children, csv_path=opened.record_path(problems), identity=identity,
+                        weights=weights_digest(model_file), search_batch=search_batch,
+                        progress=progress)  # fmt: skip
 
 
 #: Search processes `sgps test --workers` starts at most.
 MAX_TEST_WORKERS = 1024
 
 
-def _test_round(
-    pool: BatchSearcher, method: Method, epsilon: float, batch_size: int, levels: Sequence[Any], budget: int
-) -> list[SearchResult]:
-    """One round of the test procedure on `pool`, with the method's test evaluator."""
-    return pool.search(method, levels, budget=budget, epsilon=epsilon, record_graph=False, batch_size=batch_size,
-                       test=True)  # fmt: skip
+def check_test_request(budget: int, rounds: int, workers: int, executor: str) -> None:
+    """Refuse a test's options that can never work, before its run is opened."""
+    if budget < 1 or rounds < 1:
+        raise ConfigError("--budget and --rounds must be at least 1")
+    if workers < 1 or workers > MAX_TEST_WORKERS:
+        raise ConfigError(f"--workers must be from 1 to {MAX_TEST_WORKERS}, got {workers}")
+    check_executor(executor)
 
 
-def subgoals(run: Path, problems: Path, *, index: int = 0, checkpoint: str = "best") -> SubgoalView:
+def _test_round(pool: BatchSearcher, trained: RunSearch, levels: Sequence[Any], budget: int) -> list[SearchResult]:
+    """One round of the test procedure on `pool`, with the trained method's test evaluator."""
+    assert trained.method is not None
+    return pool.search(trained.method, levels, budget=budget, epsilon=trained.epsilon, record_graph=False,
+                       batch_size=trained.evaluation_batch, test=True)  # fmt: skip
+
+
+def subgoals(run: Path | Run, problems: Path, *, index: int = 0, checkpoint: str = "best") -> SubgoalView:
     """The K subgoals a phs-sg / levin-sg run's generator proposes for level `index` of `problems`."""
-    if hips.is_hips_run(run):
-        raise ConfigError(f"{run} trained {hips.ALGORITHM}; `sgps subgoals` draws π^SG's subgoals (phs-sg, levin-sg)")
-    config = load_run_config(run / "config.toml")
-    if config.run.algorithm not in SUBGOAL_COSTS:
-        raise ConfigError(f"{run} trained {config.run.algorithm}, which has no subgoal generator (phs-sg, levin-sg)")
-    levels = read_levels(problems, config.run.domain)
+    opened = Run.of(run)
+    if not opened.plugin.draws_subgoals:
+        raise ConfigError(f"{opened.path} trained {opened.algorithm}, which has no subgoal generator to draw; "
+                          "`sgps subgoals` draws those of phs-sg and levin-sg runs")  # fmt: skip
+    levels = read_levels(problems, opened.domain)
     if not 0 <= index < len(levels):
         raise ConfigError(f"{problems} has {len(levels)} levels; --index {index} is out of range")
     state = levels.levels[index].state
-    method = build_subgoal_method(levels.domain, state, config)
-    method.load_model(checkpoint_path(run, checkpoint))
-    return decode_subgoals(levels.domain, method.model, state, last_code_counts(run, method.report_columns))
+    method = build_subgoal_method(levels.domain, state, opened.config)
+    method.load_model(opened.checkpoint(checkpoint))
+    return decode_subgoals(levels.domain, method.model, state, last_code_counts(opened.directory))
 
 
-def last_code_counts(run: Path, report_columns: Sequence[str]) -> tuple[int, ...] | None:
+def last_code_counts(directory: RunDirectory) -> tuple[int, ...] | None:
     """The code use of the last training batch that logged one (metrics/learning.csv), if any."""
     try:
-        rows = RunDirectory(run, report_columns).read("learning")
+        rows = directory.read("learning")
     except (OSError, csv.Error):
         return None
     for row in reversed(rows):
@@ -444,12 +350,3 @@ def last_code_counts(run: Path, report_columns: Sequence[str]) -> tuple[int, ...
         if counts and all(count.isdigit() for count in counts):
             return tuple(int(count) for count in counts)
     return None
-
-
-def checkpoint_path(run: Path, checkpoint: str) -> Path:
-    """`best` (falling back to the latest when no validation has run yet), `last`, or a path."""
-    named = {"best": run / "checkpoints" / "best.safetensors", "last": run / "checkpoints" / "latest.safetensors"}
-    path = named.get(checkpoint, Path(checkpoint))
-    if checkpoint == "best" and not path.exists():
-        path = named["last"]
-    return path

@@ -11,8 +11,13 @@ metrics, checkpoints, resuming, worker processes) belongs to the loop.
   and π_unc trained from solved paths *and* the search trees of failed searches
   (paper section 3; spec/algorithms.md 3-5).
 
+Every method also has a plug-in (`plugin.MethodPlugin`, listed in
+`sgps.training.plugins.PLUGINS`) that says what it supports (the Bootstrap loop, subgoal
+pictures) and supplies a trained run's search; `hips` is HIPS-ε, which learns offline.
+
 Adding a method: write a package here with a class that satisfies `Method` (its
 learner, its samples and their helpers beside it), then give `sgps.training.setup.METHODS`
-an entry that builds it from a `TrainConfig`; its settings, if any, get a section in
-`sgps.training.config` and rules in `sgps.training.schema`.
+an entry that builds it from a `TrainConfig` and list its algorithms in a plug-in; its
+settings, if any, get a section in `sgps.training.config` and rules in
+`sgps.training.schema`.
 """

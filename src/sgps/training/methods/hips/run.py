@@ -1,11 +1,11 @@
-"""`sgps train --algorithm hips-eps` and `sgps test` of a HIPS-ε run directory.
+"""`sgps train --algorithm hips-eps`, and HIPS-ε's method plug-in (`HIPS_PLUGIN`).
 
 HIPS-ε is trained offline, from a dataset (`sgps dataset`), not by the Bootstrap loop;
 its run directory has the usual layout (`sgps.training.rundir`): ``config.toml`` with a
 ``[run]`` section (algorithm ``hips-eps``, domain, device, seed, the dataset's path)
 and a ``[hips]`` section (`HipsSettings`), ``metrics/learning.csv`` with one row per
-phase and epoch, ``checkpoints/latest.safetensors`` and ``log.txt``. `sgps test` runs
-the test procedure of the other algorithms with HIPS-ε's hybrid search.
+phase and epoch, ``checkpoints/latest.safetensors`` and ``log.txt``. Its plug-in supplies
+HIPS-ε's hybrid search to `sgps test` and `sgps.load`, as the other methods' plug-ins do.
 """
 
 from __future__ import annotations
@@ -14,33 +14,34 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
 from sgps.domains.base import Domain
 from sgps.domains.levels import Level, read_levels
-from sgps.domains.registry import get_domain
 from sgps.errors import CheckpointError, ConfigError
 from sgps.models.checkpoint import (
     SEARCH_KEY,
     load_checkpoint,
     recorded_architecture,
     save_checkpoint,
-    weights_digest,
 )
 from sgps.models.hips import HipsConfig, HipsModel, cell_patterns
 from sgps.outputs import FOLDER, Output, check_outputs
-from sgps.search.costs import make_algorithm
+from sgps.search.costs import Algorithm, make_algorithm
 from sgps.training.config import read_toml
 from sgps.training.methods.hips.dataset import Trajectory, build_dataset, dataset_journal, read_dataset, write_dataset
 from sgps.training.methods.hips.learner import HipsLearner, HipsSettings
 from sgps.training.methods.hips.search import HipsHeuristic, HybridChildren
+from sgps.training.methods.plugin import RunSearch
 from sgps.training.rundir import RUN_FILES, RunDirectory
 from sgps.training.schema import InvalidSettingError, check_value, validate_section
 from sgps.training.setup import pick_device
-from sgps.training.testing import TestProgress, TestSummary, attempt_identity, record_path, run_test
 from sgps.version import sgps_version
+
+if TYPE_CHECKING:
+    from sgps.training.run import Run
 
 ALGORITHM = "hips-eps"
 #: Network sizes and training lengths: `tiny` for tests, `cpu` for a CPU, `paper` the defaults (spec 8.2).
@@ -232,46 +233,54 @@ def _not_at_goal(domain: Domain[Any], items: Sequence[Item], start: Callable[[It
     return kept
 
 
-def is_hips_run(run: Path) -> bool:
-    """Whether the run directory `run` holds a HIPS-ε run (its config's run.algorithm)."""
-    document = read_toml(run / "config.toml")
-    section = document.get("run")
-    return isinstance(section, Mapping) and section.get("algorithm") == ALGORITHM
+class HipsPlugin:
+    """HIPS-ε as a method plug-in (`sgps.training.methods.plugin.MethodPlugin`): it learns offline
+    (`train_offline`), so it neither resumes nor searches in pools, and it has no subgoal pictures;
+    its trained search is the hybrid complete search (`HybridChildren` with `HipsHeuristic`)."""
+
+    algorithms = (ALGORITHM,)
+    bootstrap = False
+    draws_subgoals = False
+    train_offline = staticmethod(train)
+
+    def settings(
+        self, document: Mapping[str, Any], file: Path, overrides: Mapping[str, Any] | None = None
+    ) -> HipsSettings:
+        """The `[hips]` section of the run's config.toml over the defaults, every key checked."""
+        if overrides:
+            raise ConfigError(f"{file}: a {ALGORITHM} run is not resumed; its settings stay as they are")
+        return resolve_settings("paper", None, document.get("hips", {}), origin=str(file))
+
+    def epsilon(self, settings: HipsSettings) -> float:
+        return settings.epsilon
+
+    def searcher(
+        self, run: Run, example: Any, checkpoint: Path, *, device: str | None = None, epsilon: float | None = None
+    ) -> RunSearch:
+        """The hybrid search with the checkpoint's networks (eval mode), for levels shaped like `example`."""
+        settings: HipsSettings = run.settings
+        domain = run.domain
+        torch_device = pick_device(device or run.device)
+        patterns = recorded_architecture(checkpoint).get("cell_patterns", ())  # none before the patterns existed
+        try:
+            config = model_config(settings, domain.observation_shape(example), domain.num_actions,
+                                  tuple(tuple(pattern) for pattern in patterns))  # fmt: skip
+        except (TypeError, ValueError) as error:
+            raise CheckpointError(f"{checkpoint}: its cell patterns do not fit {domain.name} ({error})") from None
+        model = HipsModel(config).to(torch_device)
+        load_checkpoint(checkpoint, model, {SEARCH_KEY: ALGORITHM})
+        model.eval()
+        noise = settings.epsilon if epsilon is None else epsilon
+        children = HybridChildren(domain, model, epsilon=noise, rollout_steps=settings.rollout_cap(domain.name),
+                                  device=torch_device)  # fmt: skip
+        return RunSearch(domain, make_algorithm("hips"), HipsHeuristic(domain, model, torch_device), noise,
+                         children=children)  # fmt: skip
+
+    def search_algorithm(self, run: Run, name: str) -> Algorithm:
+        """Only its own hybrid search: its networks give no policy over primitive actions."""
+        if name != "hips":
+            raise ConfigError(f"a {ALGORITHM} run searches with its hybrid search (hips) only, not {name}")
+        return make_algorithm("hips")
 
 
-def load_run(run: Path, checkpoint: Path, example: Any) -> tuple[Any, HipsModel, HipsSettings, torch.device]:
-    """The domain, trained model (eval mode), settings and device of a HIPS-ε run; `example`: a level's state."""
-    document = read_toml(run / "config.toml")
-    settings = resolve_settings("paper", None, document.get("hips", {}), origin=str(run / "config.toml"))
-    section = document["run"]
-    domain = get_domain(str(section.get("domain")))
-    device = pick_device(str(section.get("device", "cpu")))
-    patterns = recorded_architecture(checkpoint).get("cell_patterns", ())  # none before the patterns existed
-    try:
-        config = model_config(settings, domain.observation_shape(example), domain.num_actions,
-                              tuple(tuple(pattern) for pattern in patterns))  # fmt: skip
-    except (TypeError, ValueError) as error:
-        raise CheckpointError(f"{checkpoint}: its cell patterns do not fit {domain.name} ({error})") from None
-    model = HipsModel(config).to(device)
-    load_checkpoint(checkpoint, model, {SEARCH_KEY: ALGORITHM})
-    model.eval()
-    return domain, model, settings, device
-
-
-def test(
-    run: Path, problems: Path, *, budget: int, rounds: int, checkpoint: Path, progress: TestProgress | None = None
-) -> TestSummary:
-    """The test procedure (budget doubling over rounds) with HIPS-ε's hybrid search."""
-    levels = read_levels(problems, str(read_toml(run / "config.toml")["run"].get("domain")))
-    levels.observation_shape()
-    states = levels.states()
-    domain, model, settings, device = load_run(run, checkpoint, states[0])
-    children = HybridChildren(domain, model, epsilon=settings.epsilon,
-                              rollout_steps=settings.rollout_cap(domain.name), device=device)  # fmt: skip
-    heuristic = HipsHeuristic(domain, model, device)
-    algorithm = make_algorithm("hips")
-
-    identity = attempt_identity(checkpoint, problems, budget=budget, rounds=rounds, epsilon=settings.epsilon)
-    return run_test(domain, states, algorithm, heuristic, budget=budget, rounds=rounds, children=children,
-                    csv_path=record_path(run, problems), identity=identity,
-                    weights=weights_digest(checkpoint), progress=progress)  # fmt: skip
+HIPS_PLUGIN = HipsPlugin()
