@@ -6,7 +6,8 @@ import pytest
 
 from sgps.cli import main
 from sgps.errors import ConfigError
-from sgps.training.config import resolve_config
+from sgps.training.config import applicable_settings, resolve_config
+from sgps.training.rundir import to_toml
 
 
 @pytest.fixture
@@ -86,3 +87,41 @@ def test_threads_beyond_the_machine_are_refused_before_anything_is_written(tmp_p
     assert "--threads must be from 1 to" in capsys.readouterr().err and not (tmp_path / "run").exists()
     assert main([*argv[:-2], "--algorithm", "hips-eps", "--threads", threads]) == 2
     assert "--threads must be from 1 to" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "text", "unused"),
+    [
+        ("phs", '[subgoal]\ntree_rng = "per-search"\n', "subgoal.tree_rng"),
+        ("phs-sg", "[network]\nchannels = 8\n", "network.channels"),
+        ("phs", "[search]\nlevin_plus_one = true\n", "search.levin_plus_one"),
+        ("wastar", '[learner]\nloss = "improved-levin"\n', "learner.loss"),
+    ],
+)
+def test_a_settings_file_key_the_algorithm_does_not_use_is_refused(tmp_path, level_files, capsys, algorithm,
+                                                                    text, unused):  # fmt: skip
+    config = tmp_path / "settings.toml"
+    config.write_text(text)
+    out = tmp_path / "run"
+    argv = ["train", "--problems", str(level_files[0]), "--out", str(out), "--algorithm", algorithm,
+            "--config", str(config), "--preset", "tiny", "--quiet"]  # fmt: skip
+    capsys.readouterr()
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert f"{config}: {unused}: not used by the {algorithm} algorithm" in error and error.count("\n") == 1
+    assert not out.exists()
+
+
+def test_settings_that_apply_are_kept_and_a_written_runs_settings_file_is_accepted(tmp_path):
+    config = tmp_path / "settings.toml"
+    config.write_text("[search]\nlevin_plus_one = true\n[subgoal]\ntree_rng = \"per-search\"\n")
+    resolved = resolve_config("tiny", config, {"run": {"algorithm": "levin-sg"}}, file_keys_apply=True)
+    assert resolved.search.levin_plus_one and resolved.subgoal.tree_rng == "per-search"
+    for algorithm in ("phs", "levin", "wastar", "phs-sg", "levin-sg"):  # what `sgps compare` writes for its runs
+        settings = resolve_config("tiny", overrides={"run": {"algorithm": algorithm}}).as_dict()
+        written = applicable_settings(settings, algorithm)
+        assert ("subgoal" in written) == algorithm.endswith("-sg") and ("network" in written) != ("subgoal" in written)
+        dump = tmp_path / f"{algorithm}.toml"
+        dump.write_text(to_toml(written))
+        resolved = resolve_config("tiny", dump, file_keys_apply=True).as_dict()
+        assert all(resolved[section] == entries | resolved[section] for section, entries in written.items())

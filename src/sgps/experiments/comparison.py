@@ -49,6 +49,7 @@ from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
 from sgps.experiments.tomlfile import dumps
 from sgps.fileio import atomic_write_text, open_regular
 from sgps.outputs import FOLDER, Output, check_outputs
+from sgps.training.config import applicable_settings
 from sgps.training.methods.hips import run as hips
 from sgps.training.placement import usable_cores
 from sgps.training.ray_pool import check_executor, cluster_cpus, connect
@@ -154,7 +155,8 @@ def compare(
         queue = []
         for run in plan.runs:
             run_config = out / "configs" / f"{run.name}.toml"
-            settings = run.config.as_dict() if run.config is not None else {"hips": dict(run.hips or {})}
+            settings = (applicable_settings(run.config.as_dict(), run.config.run.algorithm) if run.config is not None
+                        else {"hips": dict(run.hips or {})})  # fmt: skip
             atomic_write_text(run_config, to_toml(settings))
             queue.append(Job(run, out / "runs" / run.name, run_config, out / "logs" / f"{run.name}.log",
                              plan.train_count(run, total)))  # fmt: skip

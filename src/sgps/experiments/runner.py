@@ -177,7 +177,8 @@ class Scheduler:
         if resume:
             command.append("--resume")
         else:  # no checkpoint yet: whatever an earlier start left behind holds nothing to keep
-            command += ["--config", str(job.config), "--workers", str(self.concurrency.workers), "--overwrite"]
+            command += ["--config", str(job.config), "--preset", self.plan.resolved["compare"]["preset"],
+                        "--workers", str(self.concurrency.workers), "--overwrite"]  # fmt: skip
         if self.max_batches is not None:
             command += ["--max-batches", str(self.max_batches)]
         if self.tensorboard is not None:

@@ -179,6 +179,41 @@ TRAIN_OPTIONS: dict[str, TrainOption] = {
 }
 
 
+#: Sections whose every key applies only to some algorithms (the others: to every Bootstrap algorithm,
+#: except the keys `TRAIN_OPTIONS` restricts): the flat network's size, and π^SG's settings.
+SECTION_ALGORITHMS: dict[str, tuple[str, ...]] = {
+    "network": tuple(name for name in ALGORITHMS if name not in _SUBGOAL),
+    "subgoal": _SUBGOAL,
+}
+
+
+def key_algorithms(section: str, key: str) -> tuple[str, ...]:
+    """The algorithms the setting `section.key` applies to (`TRAIN_OPTIONS`, then `SECTION_ALGORITHMS`)."""
+    for option in TRAIN_OPTIONS.values():
+        if (option.section, option.key) == (section, key):
+            return option.algorithms
+    return SECTION_ALGORITHMS.get(section, ALGORITHMS)
+
+
+def applicable_settings(settings: Mapping[str, Mapping[str, Any]], algorithm: str) -> dict[str, dict[str, Any]]:
+    """The sections and keys of `settings` that apply to `algorithm` (`key_algorithms`): a settings file a
+    run of `algorithm` accepts as its `--config` (`sgps compare` writes its runs' files so)."""
+    kept = {section: {key: value for key, value in entries.items() if algorithm in key_algorithms(section, key)}
+            for section, entries in settings.items()}  # fmt: skip
+    return {section: entries for section, entries in kept.items() if entries}
+
+
+def check_keys_apply(algorithm: str, document: Mapping[str, Any], origin: str) -> None:
+    """Refuse, in one `ConfigError` naming `origin`, the keys of a settings file that `algorithm` does not
+    use, as the command line refuses such options (`check_options_apply`): they would be ignored."""
+    unused = [f"{section}.{key}" for section, entries in document.items() if isinstance(entries, Mapping)
+              for key in entries if section in SECTIONS and algorithm not in key_algorithms(section, key)]  # fmt: skip
+    if unused:
+        shown = ", ".join(unused[:5]) + (f" and {len(unused) - 5} more" if len(unused) > 5 else "")
+        raise ConfigError(f"{origin}: {shown}: not used by the {algorithm} algorithm, so refused rather than "
+                          "ignored (remove them, or train an algorithm they apply to)")  # fmt: skip
+
+
 def option_flag(name: str) -> str:
     """How the command line spells the option `name` of `TRAIN_OPTIONS`."""
     return TRAIN_OPTIONS[name].flag or "--" + name.replace("_", "-")
@@ -219,10 +254,13 @@ def resolve_config(
     spell: Callable[[str], str] | None = None,
     *,
     document: Mapping[str, Any] | None = None,
+    file_keys_apply: bool = False,
 ) -> TrainConfig:
     """Merge a preset, an optional TOML file and overrides, then check them against `schema.RULES`.
 
     `document`: the file's content when the caller has read it already (it is not read again).
+    `file_keys_apply`: refuse the file's keys that the resolved algorithm does not use
+    (`check_keys_apply`; a user's settings file, not a run's own config.toml, which lists every key).
 
     Raises `ConfigError` naming the source (file or command line), the section.key, the value
     and what is allowed, and, given `spell` (how the caller's user named a `TRAIN_OPTIONS`
@@ -234,7 +272,8 @@ def resolve_config(
     origins: dict[str, str] = {}
     layers: list[tuple[str, Mapping[str, Any]]] = []
     if file is not None:
-        layers.append((str(file), read_toml(file) if document is None else document))
+        document = read_toml(file) if document is None else document
+        layers.append((str(file), document))
     if overrides:
         layers.append(("command line", overrides))
     for origin, layer in layers:
@@ -262,7 +301,10 @@ def resolve_config(
         except InvalidSettingError as error:
             raise ConfigError(f"{origins.get(error.key, f'preset {preset}')}: {error}") from None
         sections[name] = cls(**checked)
-    return TrainConfig(**sections)
+    config = TrainConfig(**sections)
+    if file_keys_apply and document is not None:
+        check_keys_apply(config.run.algorithm, document, str(file))
+    return config
 
 
 #: Settings added after runs were first written, with the value a run started before them

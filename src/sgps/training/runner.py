@@ -89,7 +89,7 @@ def train(
                 f"{out} already holds a run; pass --resume to continue it, --overwrite to replace it, "
                 "or choose another --out"
             )
-        config = resolve_config(preset or "cpu", config_file, overrides, spell)
+        config = resolve_config(preset or "cpu", config_file, overrides, spell, file_keys_apply=True)
         check_options_apply(config.run.algorithm, given_options(overrides), spell)
     if domain and config.run.domain and domain != config.run.domain:
         raise ConfigError(f"--domain {domain} contradicts run.domain = {config.run.domain!r}")
