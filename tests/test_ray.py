@@ -18,7 +18,7 @@ import pytest
 from sgps.cli import main
 from sgps.domains import get_domain, write_levels
 from sgps.domains.generation import generate_levels, resolve_params
-from sgps.training import placement, runner
+from sgps.training import placement, ray_pool, runner
 from sgps.training.ray_pool import RaySearchPool
 
 from comparisons import SMOKE_OPTIONS, smoke_comparison, smoke_document, write_config
@@ -91,6 +91,9 @@ def test_a_killed_actor_loses_and_repeats_no_problem(ray_instance, problems, loc
             return super().search(method, levels, **options)
 
     monkeypatch.setattr(placement, "RaySearchPool", KillingPool)
+    # On a loaded machine a new actor (a fresh interpreter importing torch) can take minutes to start;
+    # the pool's own limit would then go on without it, and this test is about the replacement.
+    monkeypatch.setattr(ray_pool, "REPLACEMENT_SECONDS", 900.0)
     out = tmp_path / "run"
     with pytest.warns(RuntimeWarning, match="are searched again"):
         runner.train(problems[0], out, overrides={"run": {"workers": 2}, **BOOTSTRAP}, preset="tiny",
