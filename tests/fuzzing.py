@@ -9,7 +9,8 @@ added (or the harness fails until it is classified):
   dangling link, and the command's own input. A new path option that `OUTPUTS` and
   `INPUT_OPTIONS` do not classify fails `unclassified_path_options`.
 - ``options per algorithm``: every `TRAIN_OPTIONS` option for every algorithm it does
-  not apply to, and hostile values (negative, huge, non-ASCII digits, nan, empty, junk)
+  not apply to, every setting in a `--config` file for every algorithm that does not use
+  it, and hostile values (negative, huge, non-ASCII digits, nan, empty, junk)
   for every valued training option.
 - ``api arguments``: every argument of `sgps.train`, `sgps.load` and `Searcher.solve`
   given a value of the wrong type.
@@ -203,6 +204,36 @@ def option_cases(space: Workspace) -> list[Case]:
         cases.append(Case("options per algorithm", f"test --workers {bad!r}", _cli([*test, "--workers", bad])))
     cases.append(Case("options per algorithm", "test --workers 2 --executor ray",
                       _cli([*test, "--workers", "2", "--executor", "ray"])))  # fmt: skip
+    return cases + settings_file_cases(space, base)
+
+
+def settings_file_cases(space: Workspace, base: list[str]) -> list[Case]:
+    """Every setting written in a `--config` file for each Bootstrap algorithm that does not use it."""
+    import dataclasses
+
+    from sgps.training.config import SECTIONS, key_algorithms
+    from sgps.training.rundir import to_toml
+    from sgps.training.schema import ALGORITHMS
+
+    folder = space.root / SCRATCH / "settings"
+    cases = []
+    for section, cls in SECTIONS.items():
+        for setting in dataclasses.fields(cls()):
+            for algorithm in ALGORITHMS:
+                if algorithm in key_algorithms(section, setting.name):
+                    continue
+                file = folder / f"{section}.{setting.name}-{algorithm}.toml"
+                text = to_toml({section: {setting.name: getattr(cls(), setting.name)}})
+
+                def call(file: Path = file, text: str = text, algorithm: str = algorithm) -> int:
+                    from sgps.cli import main
+
+                    file.parent.mkdir(parents=True, exist_ok=True)
+                    file.write_text(text)
+                    return main([*base, "--algorithm", algorithm, "--config", str(file)])
+
+                cases.append(Case("options per algorithm", f"[{section}] {setting.name} in --config with {algorithm}",
+                                  call))  # fmt: skip
     return cases
 
 
