@@ -24,6 +24,8 @@ same on any machine. Usage::
 
     python benchmarks/search_progress.py RUN --problems hard.txt --count 16 --weights untrained latest
 
+``--mixture arithmetic`` (or ``geometric``) searches with π^SG's codes mixed so instead of as
+the run's configuration says (docs/subgoals.md, "Mixture"): the same weights, another policy.
 ``--csv OUT.csv`` also writes the rows, with the learning updates each weights file had
 seen where its name says so (``...-updates-N.safetensors``; ``untrained``: 0). ``--plot
 OUT.png --from A.csv B.csv --runs a=RUN_A b=RUN_B`` draws the study's figure: the runs'
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import re
 import time
 from collections import Counter
@@ -127,6 +130,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=16)
     parser.add_argument("--budget", type=int, default=4000)
     parser.add_argument("--evaluator", choices=("train", "test"), default="train")
+    parser.add_argument("--mixture", choices=("geometric", "arithmetic"), help="mix π^SG's codes so instead")
     parser.add_argument("--csv", type=Path, help="also write the rows here")
     parser.add_argument("--plot", type=Path, help="draw the --from csv files and --runs curves to this PNG, and stop")
     parser.add_argument("--from", dest="sources", nargs="+", type=Path, default=[], help="csv files to --plot")
@@ -143,6 +147,8 @@ def main() -> None:
     print(f"{args.problems}: first {len(levels)} levels, budget {args.budget}, {args.evaluator} evaluator")
     print(f"{'model':60s} solved  gems  (levels per most diamonds reached)  depth  exit   exp/s")
     config = load_run_config(args.run / "config.toml")
+    if args.mixture is not None:
+        config = dataclasses.replace(config, subgoal=dataclasses.replace(config.subgoal, mixture=args.mixture))
     domain = read_levels(args.problems, config.run.domain).domain
     rows = []
     for label in args.weights:
@@ -161,7 +167,8 @@ def main() -> None:
         print(f"{label[-60:]:60s} {found['solved']:6d} {found['gems']:5.2f}  ({histogram:32s}) "
               f"{found['depth']:6.1f} {found['exit']:5d} {found['expanded'] / seconds:7.0f}")  # fmt: skip
         updates = updates_of(label)
-        rows.append({"weights": label, "updates": "" if updates is None else updates, "levels": len(levels),
+        rows.append({"weights": label, "updates": "" if updates is None else updates, "mixture": config.subgoal.mixture,
+                     "levels": len(levels),
                      "budget": args.budget, "solved": found["solved"], "gems": f"{found['gems']:.3f}",
                      "histogram": histogram, "depth": f"{found['depth']:.1f}", "exit": found["exit"]})  # fmt: skip
     if args.csv is not None:

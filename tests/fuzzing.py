@@ -62,6 +62,8 @@ OUTPUTS: dict[tuple[str, str], tuple[str, str]] = {
     ("pack", "out"): ("folder", "pack {run} --problems {levels} --out {OUT}"),
     ("unpack", "out"): ("folder", "unpack {archive} --out {OUT}"),
 }
+#: File outputs that are pictures, whose names must end in their format's suffix.
+PICTURES = ("show", "solve", "subgoals")
 #: HIPS-ε writes its run folder through the same --out: the same hostile paths apply.
 HIPS_OUTPUT = ("folder", "train --algorithm hips-eps --problems {levels} --out {OUT}")
 #: The workspace folder where cases copy runs to damage them (not part of the disk-unchanged check).
@@ -153,17 +155,65 @@ def output_path_cases(space: Workspace) -> list[Case]:
         "folder": str(root / "a-folder"),
         "file": str(root / "a-file"),
     }
+    file_only = {
+        "a file of a run": str(space.run / "checkpoints" / "best.safetensors"),
+        "a link to a file of a run": str(root / "run-link"),
+    }
     cases = []
     for (command, dest), (kind, template) in [*OUTPUTS.items(), (("train/hips-eps", "out"), HIPS_OUTPUT)]:
-        for label, value in hostile.items():
+        for label, value in {**hostile, **(file_only if kind == "file" else {})}.items():
             if (kind, label) in (("folder", "current folder"), ("folder", "folder"), ("file", "file")):
                 continue  # what that kind of output may be
             argv = space.fill(template, value)
             cases.append(Case("output paths", f"{command} --{dest} <{label}>", _cli(argv)))
+        if command in PICTURES:  # a picture named like a level file, among the levels
+            argv = space.fill(template, str(root / "levels-folder" / "zz.txt"))
+            cases.append(Case("output paths", f"{command} --{dest} <named like a level file>", _cli(argv)))
         if command not in ("generate", "demo"):  # the command's own input as its output
             argv = space.fill(template, str(space.run if command in ("test", "subgoals", "pack") else space.levels))
             cases.append(Case("output paths", f"{command} --{dest} <its input>", _cli(argv)))
-    return cases
+    return cases + test_record_cases(space)
+
+
+def test_record_cases(space: Workspace) -> list[Case]:
+    """`sgps test` writing its record onto its level file through a link, into a folder, or over the
+    record of another level set that shares its file name."""
+    from sgps.domains import get_domain, write_levels
+    from sgps.training.testing import TEST_COLUMNS
+
+    def test_call(label: str, damage: Callable[[Path], Path]) -> Case:
+        def call() -> int:
+            from sgps.cli import main
+
+            copy = space.root / SCRATCH / label.replace(" ", "-")
+            copy.parent.mkdir(exist_ok=True)
+            os.system(f"rm -rf '{copy}' && cp -r '{space.run}' '{copy}'")
+            problems = damage(copy)
+            return main(["test", str(copy), "--problems", str(problems), "--budget", "100"])
+
+        return Case("output paths", f"test record <{label}>", call)
+
+    def link_to_levels(run: Path) -> Path:
+        levels = run.parent / "t.txt"
+        levels.write_bytes(space.levels.read_bytes())
+        (run / "metrics" / "test-t.csv").symlink_to(levels)
+        return levels
+
+    def folder(run: Path) -> Path:
+        (run / "metrics" / "test-t.csv").mkdir()
+        return space.levels
+
+    def another_set(run: Path) -> Path:
+        (run / "metrics" / "test-t.csv").write_text(f"{','.join(TEST_COLUMNS)}\n1,0,0,5,9,,100,0.1,9,,w,"
+                                                     "0123456789abcdef\n")  # fmt: skip
+        other = run.parent / "other" / "t.txt"
+        other.parent.mkdir(exist_ok=True)
+        domain = get_domain("tsp")
+        write_levels(other, domain, [domain.generate(seed) for seed in range(50, 52)])
+        return other
+
+    return [test_call("a link to its level file", link_to_levels), test_call("a folder", folder),
+            test_call("another level set with the same name", another_set)]  # fmt: skip
 
 
 #: Hostile values of valued training options, by the parser's type of the option.
@@ -382,7 +432,7 @@ def damaged_journal_cases(space: Workspace) -> list[Case]:
         ("an entry twice", lambda: ("\n".join([*template, template[1]]) + "\n").encode()),
         ("entries swapped", lambda: ("\n".join([header, *template[1:][::-1]]) + "\n").encode()),
         ("cut mid-entry", lambda: text[: len(text) * 2 // 3].encode()),
-        ("header of another build", lambda: ("\n".join([header.replace('"count": ', '"count": 1'), *template[1:]])
+        ("header of another build", lambda: ("\n".join([header.replace('"count":', '"count":1'), *template[1:]])
                                               + "\n").encode()),
         ("not UTF-8", lambda: b"\xff\xfe" + text.encode()),
         ("empty", lambda: b""),
@@ -496,6 +546,9 @@ def make_workspace(root: Path) -> Workspace:
     (root / "dangling").symlink_to(root / "nowhere")
     (root / "a-folder").mkdir()
     (root / "a-file").write_text("x")
+    (root / "run-link").symlink_to(run / "config.toml")
+    (root / "levels-folder").mkdir()
+    (root / "levels-folder" / "a.txt").write_bytes(levels.read_bytes())
     return Workspace(root, levels, run, config, journal, dataset, archive)
 
 

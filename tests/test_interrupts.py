@@ -1,8 +1,12 @@
 """Stopping a training run: SIGTERM and Ctrl-C stop it in one line and take its search processes with it;
-a search process killed mid-batch is one error line; workers end when their training process is killed."""
+a search process killed mid-batch is one error line; workers end when their training process is killed.
+
+Then the phase × signal table: `sgps train` (a batch's search, its learning update, the validation, the
+checkpoint), `sgps test`, `sgps dataset` and `sgps compare`, each signalled in the middle of its phase."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from sgps.cli import main
 from sgps.domains import get_domain, write_levels
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads child processes from /proc")
 
 
-def levels(path: Path, count: int = 120) -> Path:
+def levels(path: Path, count: int = 48) -> Path:
     domain = get_domain("tsp")
     write_levels(path, domain, [domain.generate(seed) for seed in range(count)])
     return path
@@ -93,7 +98,7 @@ def searching_workers(process: subprocess.Popen[str], run: Path, count: int) -> 
 
 
 @pytest.mark.parametrize("evaluator", ["per-process", "shared"])
-def test_sigterm_stops_a_run_in_one_line_with_its_workers_and_it_resumes(tmp_path, evaluator):
+def test_sigterm_stops_a_run_in_one_line_with_its_workers_and_it_resumes(tmp_path, capsys, evaluator):
     process = start_training(tmp_path, "--workers", "2", "--evaluator", evaluator)
     workers = searching_workers(process, tmp_path / "run", 2)
     process.send_signal(signal.SIGTERM)
@@ -101,10 +106,9 @@ def test_sigterm_stops_a_run_in_one_line_with_its_workers_and_it_resumes(tmp_pat
     assert process.returncode == 128 + signal.SIGTERM
     assert err.strip().splitlines() == ["sgps: stopped by SIGTERM"], err
     wait_for(lambda: not any(alive(pid) for pid in workers), 15)
-    resumed = subprocess.run([sys.executable, "-m", "sgps", "train", "--problems", str(tmp_path / "t.txt"), "--out",
-                              str(tmp_path / "run"), "--resume", "--quiet", "--max-iterations", "1"],
-                             capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert resumed.returncode == 0, resumed.stderr
+    code, err = sgps(capsys, "train", "--problems", str(tmp_path / "t.txt"), "--out", str(tmp_path / "run"),
+                     "--resume", "--quiet", "--max-iterations", "1")  # fmt: skip
+    assert code == 0, err
 
 
 def test_ctrl_c_to_the_group_gives_one_line_and_no_worker_tracebacks(tmp_path):
@@ -127,9 +131,302 @@ def test_a_killed_worker_is_one_error_line(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("sgps: error: search process") and "--resume" in lines[0]
 
 
-def test_workers_end_when_their_training_process_is_killed(tmp_path):
-    process = start_training(tmp_path, "--workers", "2", "--evaluator", "per-process")
+
+
+# -- the phase × signal table ---------------------------------------------------------------
+#
+# Each case runs a small driver (`DRIVER`, written to a file) in a session of its own: it
+# patches one function of the phase so that, once the phase is reached, the process signals
+# itself (SIGTERM to itself; SIGINT to its whole group, as Ctrl-C in a terminal does, or to
+# itself for `compare`), after noting every process it has started; then it runs
+# `sgps.cli.main`. The signal so arrives in the middle of the phase, whatever the timing.
+
+DRIVER = r'''
+import json, os, signal, sys
+from pathlib import Path
+
+def descendants(pid):
+    found = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except FileNotFoundError:
+        return found
+    for task in tasks:
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            pass
+    return found + [grandchild for child in found for grandchild in descendants(child)]
+
+if __name__ == "__main__":  # spawned workers import this file as __mp_main__: they run none of it
+    phase, how, note, after, *argv = sys.argv[1:]
+    sig = signal.Signals[how.split(":")[0]]
+    fired = []
+    state = {"phase": None}
+
+    def fire(where):
+        """Signal this process (or its group) once, in `where`, once `after` exists."""
+        if fired or where != phase or (after != "-" and not Path(after).exists()):
+            return
+        fired.append(where)
+        Path(note).write_text(json.dumps(descendants(os.getpid())))
+        if how.endswith(":group"):
+            os.killpg(os.getpgid(0), sig)
+        else:
+            os.kill(os.getpid(), sig)
+
+    def within(name, function):
+        def wrapper(*args, **kwargs):
+            outer, state["phase"] = state["phase"], name
+            try:
+                return function(*args, **kwargs)
+            finally:
+                state["phase"] = outer
+        return wrapper
+
+    import concurrent.futures
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+    from sgps.search import shared
+    from sgps.training import bootstrap, testing
+    from sgps.training.methods.hips import dataset
+    from sgps.experiments import runner
+
+    # `sgps train`: the phase is set around a training batch's search, its learning update, the validation
+    Bootstrap = bootstrap.Bootstrap
+    Bootstrap._train_batch = within("search", Bootstrap._train_batch)  # its learning update sets "learn"
+    Bootstrap._validate = within("validate", Bootstrap._validate)
+    real_init = Bootstrap.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self.method.learn = within("learn", self.method.learn)
+    Bootstrap.__init__ = init
+    real_lockstep = bootstrap.search_lockstep
+
+    def lockstep(*args, **kwargs):  # in this process: once the first search of the batch has ended
+        return real_lockstep(*args, on_result=lambda *_: fire(state["phase"]), **kwargs)
+    bootstrap.search_lockstep = lockstep
+    real_answer = shared.EvaluationServer._answer
+
+    def answer(*args, **kwargs):  # a shared evaluator: after answering the workers' first requests
+        real_answer(*args, **kwargs)
+        fire(state["phase"])
+    shared.EvaluationServer._answer = answer
+    real_submit = concurrent.futures.ProcessPoolExecutor.submit
+
+    def submit(*args, **kwargs):  # model copies, and the dataset's solvers: once a worker has its share
+        future = real_submit(*args, **kwargs)
+        fire(state["phase"] or "solve")
+        return future
+    concurrent.futures.ProcessPoolExecutor.submit = submit
+    register_optimizer_step_pre_hook(lambda *_: fire(state["phase"]))
+    real_write = bootstrap.atomic_write_bytes
+
+    def write(*args, **kwargs):  # the model written, trainer.pt not yet
+        fire("checkpoint")
+        return real_write(*args, **kwargs)
+    bootstrap.atomic_write_bytes = write
+    # `sgps test`: once the round's first attempt is recorded
+    real_record = testing._record
+
+    def record(*args, **kwargs):
+        real_record(*args, **kwargs)
+        fire("test")
+    testing._record = record
+    # `sgps compare`: once a child run has written its first checkpoint
+    real_lines = runner.Scheduler._status_lines
+
+    def lines(self, *args, **kwargs):
+        if any(job.status == "training" and (job.path / "checkpoints" / "trainer.pt").exists() for job in self.jobs):
+            fire("compare")
+        return real_lines(self, *args, **kwargs)
+    runner.Scheduler._status_lines = lines
+
+    from sgps.cli import main
+    code = main(argv)
+    sys.exit(code if fired else 99)  # 99: the phase was never reached
+'''
+
+#: One pass of two batches (24 levels, a few held out for validation): checkpoint, batch, checkpoint, validation.
+TRAIN = ["--algorithm", "phs-sg", "--preset", "tiny", "--quiet", "--device", "cpu", "--max-iterations", "1"]
+#: What a command prints on stderr when stopped, and its exit status.
+STOPPED = {"SIGTERM": ("sgps: stopped by SIGTERM", 143), "SIGINT": ("sgps: interrupted", 130)}
+
+
+def shm() -> set[str]:
+    try:
+        return set(os.listdir("/dev/shm"))
+    except FileNotFoundError:
+        return set()
+
+
+def held_elsewhere(names: set[str]) -> set[str]:
+    """Those of `names` (in /dev/shm) that a live process has open or mapped: other programs' entries."""
+    held = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            maps = (proc / "maps").read_text()
+            held |= {name for name in names if f"/dev/shm/{name}" in maps}
+            for fd in (proc / "fd").iterdir():
+                target = os.readlink(fd)
+                held |= {name for name in names if target.startswith(f"/dev/shm/{name}")}
+        except OSError:
+            continue
+    return held
+
+
+def drive(tmp_path: Path, phase: str, how: str, argv: list[str], after: Path | None = None, *, children: bool = True):
+    """Run `sgps ARGV` under the driver, signalled `how` in `phase`: its exit status and stderr lines, once
+    every process it had started is gone and it left nothing in /dev/shm."""
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    note = tmp_path / f"children-{phase}.json"
+    before = shm()
+
+    def reset() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.setsid()
+
+    process = subprocess.Popen([sys.executable, str(driver), phase, how, str(note), str(after or "-"), *argv],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=reset)  # fmt: skip
+    _, err = process.communicate(timeout=240)
+    assert process.returncode != 99 and note.exists(), f"{phase} never reached ({process.returncode}): {err}"
+    spawned = [int(pid) for pid in json.loads(note.read_text())]
+    assert spawned or not children, "no process of the command's was running when the signal came"
+    wait_for(lambda: not any(alive(pid) for pid in spawned), 15)
+    left = shm() - before
+    if left:
+        time.sleep(1)
+        left = (shm() - before) - held_elsewhere(shm() - before)
+    assert not left, f"left in /dev/shm: {sorted(left)}"
+    return process.returncode, err.strip().splitlines()
+
+
+def sgps(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    """`sgps ARGV` in this process (no second interpreter to start): its exit status and stderr."""
+    capsys.readouterr()
+    code = main(list(argv))
+    return code, capsys.readouterr().err
+
+
+def how_to_signal(name: str) -> str:
+    """SIGINT as Ctrl-C sends it (to the whole group), SIGTERM as `kill` does (to the process)."""
+    return "SIGINT:group" if name == "SIGINT" else name
+
+
+TRAIN_CASES = [
+    *[(phase, name, "1", None) for phase in ("search", "learn", "validate", "checkpoint")
+      for name in ("SIGINT", "SIGTERM")],
+    ("search", "SIGINT", "2", "shared"),
+    ("search", "SIGTERM", "2", "per-process"),
+    ("validate", "SIGTERM", "2", "shared"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("phase", "name", "workers", "evaluator"), TRAIN_CASES)
+def test_train_stops_in_every_phase_and_resumes(tmp_path, capsys, phase, name, workers, evaluator):
+    problems, run = levels(tmp_path / "t.txt", 24), tmp_path / "run"
+    extra = ["--evaluator", evaluator] if evaluator else []
+    argv = ["train", "--problems", str(problems), "--out", str(run), *TRAIN, "--workers", workers, *extra]
+    code, lines = drive(tmp_path, phase, how_to_signal(name), argv, after=run / "checkpoints" / "trainer.pt",
+                        children=workers != "1")
+    line, status = STOPPED[name]
+    assert (code, lines) == (status, [line])
+    code, err = sgps(capsys, "train", "--problems", str(problems), "--out", str(run), "--resume", "--quiet",
+                     "--workers", "1")  # fmt: skip
+    assert code == 0, err
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("trained")
+    problems = levels(folder / "t.txt", 24)
+    done = subprocess.run([sys.executable, "-m", "sgps", "train", "--problems", str(problems), "--out",
+                           str(folder / "run"), *TRAIN, "--workers", "1"], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return folder / "run"
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_test_stops_while_searching_and_runs_again(tmp_path, capsys, trained, name):
+    problems = levels(tmp_path / "test.txt", 12)
+    argv = ["test", str(trained), "--problems", str(problems), "--budget", "300"]
+    code, lines = drive(tmp_path, "test", how_to_signal(name), argv, children=False)
+    assert (code, lines) == (STOPPED[name][1], [STOPPED[name][0]])
+    code, err = sgps(capsys, *argv)
+    assert code == 0, err
+    assert list((trained / "metrics").glob("test-*.csv")), "no test record"
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_dataset_stops_while_solving_and_runs_again(tmp_path, capsys, name):
+    problems, out = levels(tmp_path / "t.txt", 30), tmp_path / "data.npz"
+    argv = ["dataset", "tsp", "--problems", str(problems), "--out", str(out), "--workers", "2"]
+    code, lines = drive(tmp_path, "solve", how_to_signal(name), argv)
+    assert (code, lines) == (STOPPED[name][1], [STOPPED[name][0]])
+    code, err = sgps(capsys, *argv)
+    assert code == 0, err
+    assert out.exists()
+
+
+COMPARE = """[compare]
+domain = "tsp"
+algorithms = ["phs"]
+seeds = [0]
+preset = "tiny"
+
+[problems.train]
+variant = "standard"
+seed = 0
+count = 28
+validation = 4
+
+[tests.test]
+variant = "standard"
+seed = 9000
+count = 4
+budget = 300
+rounds = 1
+
+[train.bootstrap]
+max_iterations = 1
+initial_budget = 250
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_compare_stops_with_its_child_runs_and_runs_again(tmp_path, capsys, name):
+    config, out = tmp_path / "compare.toml", tmp_path / "out"
+    config.write_text(COMPARE)
+    argv = ["compare", str(config), "--out", str(out), "--jobs", "1", "--threads", "1"]
+    code, lines = drive(tmp_path, "compare", name, argv)
+    assert (code, lines) == (STOPPED[name][1], [STOPPED[name][0]])
+    code, err = sgps(capsys, *argv)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("evaluator", ["per-process", "shared"])
+def test_workers_end_when_their_training_process_is_killed_and_leave_nothing_in_dev_shm(tmp_path, evaluator):
+    before = shm()
+    process = start_training(tmp_path, "--workers", "2", "--evaluator", evaluator)
     workers = searching_workers(process, tmp_path / "run", 2)
+    everything = _descendants(process.pid)  # the workers and multiprocessing's resource tracker
     process.kill()
     process.communicate(timeout=60)
-    wait_for(lambda: not any(alive(pid) for pid in workers), 15)
+    wait_for(lambda: not any(alive(pid) for pid in everything), 15)
+    assert set(workers) <= set(everything)
+    left = shm() - before
+    if left:
+        time.sleep(1)
+        left = (shm() - before) - held_elsewhere(shm() - before)
+    assert not left, f"left in /dev/shm: {sorted(left)}"
+
+
+def _descendants(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found + [grandchild for child in found for grandchild in _descendants(child)]

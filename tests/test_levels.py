@@ -154,3 +154,18 @@ def test_three_field_headers_round_trip(tmp_path, name, line):
     out = tmp_path / "out.txt"
     write_levels(out, domain, [state])
     assert read_levels(out).states() == [state]
+
+
+@pytest.mark.parametrize("name", ["tsp", "craftworld", "boulderdash", "boxworld", "sokoban"])
+def test_fields_padded_with_blanks_read_as_the_official_loaders_read_them(tmp_path, name):
+    """The reference simulators split a line at '|' and convert each field with std::stoi, which
+    skips leading blanks (and stops at trailing ones): a padded field is the same number there and
+    here. Signs other than '-', '_' separators and other scripts' digits stay refused."""
+    domain = get_domain(name)
+    state = domain.generate(7)
+    padded = "|".join(f" {field}\t " for field in format_level(domain, state).split("|"))
+    assert read_levels(write(tmp_path / "padded.txt", padded + "\n"), name).states() == [state]
+    for bad in ("+", "_"):
+        first, rest = format_level(domain, state).split("|", 1)
+        with pytest.raises(LevelFormatError, match="not an integer in ASCII digits"):
+            read_levels(write(tmp_path / "bad.txt", f"{bad}{first}|{rest}\n"), name)

@@ -302,3 +302,83 @@ def test_subgoals_never_draws_over_a_file_of_the_run_it_reads(tmp_path, levels, 
     assert main(["subgoals", str(finished_run), "--problems", str(levels), "--png", str(png)]) == 2
     assert f"is a file of the run input {finished_run}" in one_error(capsys)
     assert snapshot(finished_run) == before
+
+
+# -- nothing written onto a run's files or a level set's record ----------------------------------
+
+
+@pytest.mark.parametrize("target", ["config.toml", "checkpoints/best.safetensors", "link"])
+def test_generate_never_writes_over_a_file_of_a_run(tmp_path, finished_run, capsys, target):
+    (tmp_path / "link").symlink_to(finished_run / "config.toml")
+    out = tmp_path / "link" if target == "link" else finished_run / target
+    before = snapshot(finished_run)
+    assert main(["generate", "tsp", "--count", "2", "--out", str(out)]) == 2
+    assert f"is a file of the run folder {finished_run.resolve()}" in one_error(capsys)
+    assert snapshot(finished_run) == before
+    assert main(["generate", "tsp", "--count", "2", "--out", str(finished_run / "more-levels.txt")]) == 0
+    (finished_run / "more-levels.txt").unlink()  # a new file in a run folder is the user's to make
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [(["solve"], "--gif"), (["show"], "--png"), (["subgoals", "RUN", "--problems"], "--png")],
+)
+def test_a_picture_is_named_after_its_format(tmp_path, levels, finished_run, capsys, command, option):
+    argv = [finished_run.as_posix() if word == "RUN" else word for word in command]
+    before = snapshot(tmp_path)
+    assert main([*argv, str(levels), option, str(tmp_path / "zz.txt")]) == 2
+    suffix = option.replace("--", ".")
+    assert f"must end in {suffix} (e.g. {tmp_path / 'zz'}{suffix})" in one_error(capsys)
+    assert snapshot(tmp_path) == before
+
+
+def copied_run(tmp_path: Path, finished_run: Path) -> Path:
+    run = tmp_path / "run"
+    os.system(f"cp -r {finished_run} {run}")
+    return run
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_test_record_that_cannot_be_written_is_refused_before_searching(tmp_path, finished_run, capsys, kind):
+    run = copied_run(tmp_path, finished_run)
+    record = run / "metrics" / "test-t.csv"
+    os.mkfifo(record) if kind == "fifo" else record.mkdir()
+    before = snapshot(run)
+    with deadline():
+        assert main(["test", str(run), "--problems", str(finished_run.parent / "t.txt"), "--budget", "20"]) == 2
+    message = one_error(capsys)
+    assert f"the test record {record}: " in message
+    assert snapshot(run) == before  # no journal left behind: nothing was searched
+
+
+@pytest.mark.parametrize("name", ["test-t.csv", "test-t.csv.partial"])
+def test_a_test_never_writes_through_a_link_onto_its_level_file(tmp_path, finished_run, capsys, name):
+    run = copied_run(tmp_path, finished_run)
+    levels = tmp_path / "t.txt"
+    levels.write_bytes((finished_run.parent / "t.txt").read_bytes())
+    (run / "metrics" / name).symlink_to(levels)
+    text = levels.read_bytes()
+    assert main(["test", str(run), "--problems", str(levels), "--budget", "20"]) == 2
+    assert "is also the --problems input" in one_error(capsys)
+    assert levels.read_bytes() == text
+
+
+def test_a_record_of_another_level_set_with_the_same_name_is_never_replaced(tmp_path, finished_run, capsys):
+    run = copied_run(tmp_path, finished_run)
+    domain = get_domain("tsp")
+    (tmp_path / "x").mkdir(), (tmp_path / "y").mkdir()
+    write_levels(tmp_path / "x" / "t.txt", domain, [domain.generate(seed) for seed in range(3)])
+    write_levels(tmp_path / "y" / "t.txt", domain, [domain.generate(seed) for seed in range(100, 104)])
+    test = ["test", str(run), "--budget", "20", "--problems"]
+    assert main([*test, str(tmp_path / "x" / "t.txt")]) == 0
+    record = run / "metrics" / "test-t.csv"
+    first = record.read_text()
+    assert main([*test, str(tmp_path / "y" / "t.txt")]) == 2
+    assert f"{record} is the record of another level set" in one_error(capsys)
+    assert record.read_text() == first
+    assert main([*test, str(tmp_path / "x" / "t.txt")]) == 0  # the same set is tested anew
+    lines = first.splitlines()  # a record written before records named their level set, of 3 levels:
+    older = [",".join(line.split(",")[:-1]) for line in lines]
+    record.write_text("\n".join([*older, older[-1].replace("1,2,", "1,3,", 1)]) + "\n")  # ... and a 4th problem
+    assert main([*test, str(tmp_path / "x" / "t.txt")]) == 2
+    assert "tries problem 3, and this set has 3 levels" in one_error(capsys)

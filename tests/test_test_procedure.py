@@ -8,6 +8,7 @@ taken from another model's test).
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from sgps.domains.generation import generate_levels
 from sgps.experiments.runstate import journalled_attempts
 from sgps.search import make_algorithm
 from sgps.search.evaluators import DomainHeuristic
-from sgps.training.testing import TEST_COLUMNS, attempt_identity, fault_in_test_record, run_test
+from sgps.training.testing import TEST_COLUMNS, attempt_fault, attempt_identity, fault_in_test_record, run_test
 
 SMALL_TSP = {"size": 6, "cities": 3, "walls": True}
 BUDGET, ROUNDS = 6, 3
@@ -79,7 +80,8 @@ def test_an_interrupted_test_resumes_into_the_record_of_an_uninterrupted_one(tmp
     journal = tmp_path / "cut.csv.partial"
     assert not cut.exists() and journal.is_file()  # the progress is in the run folder, the record is not
     journalled = journal.read_text().splitlines()
-    assert journalled[0] == f"# {identity}" and journalled[1] == ",".join(TEST_COLUMNS) and len(journalled) > 4
+    assert journalled[0] == f"# {identity}" and journalled[1] == ",".join((*TEST_COLUMNS, "checksum"))
+    assert len(journalled) > 4
     with open(journal, "a") as handle:  # a kill in the middle of writing a row
         handle.write("2,5,1,")
     rest = CountingHeuristic(tsp)
@@ -121,3 +123,62 @@ def test_a_comparison_shows_how_many_attempts_an_unfinished_test_has_journalled(
         run(tsp, levels, tmp_path / "run" / "metrics" / "test-test.csv", identity, CountingHeuristic(tsp, stop_at=40))
     rows = (tmp_path / "run" / "metrics" / "test-test.csv.partial").read_text().splitlines()[2:]
     assert journalled_attempts(tmp_path / "run", "test") == len(rows) > 0
+
+
+def interrupted_journal(tmp_path, setting) -> tuple[list[dict[str, str]], Path, list[str]]:
+    """The record of an uninterrupted test, and the journal (path, lines) of the same test killed two-thirds in."""
+    tsp, levels, identity = setting
+    run(tsp, levels, tmp_path / "whole.csv", identity, CountingHeuristic(tsp))
+    full_cost = CountingHeuristic(tsp)
+    run(tsp, levels, tmp_path / "again.csv", identity, full_cost)
+    with pytest.raises(KilledError):
+        run(tsp, levels, tmp_path / "cut.csv", identity, CountingHeuristic(tsp, stop_at=full_cost.calls * 2 // 3))
+    journal = tmp_path / "cut.csv.partial"
+    return record(tmp_path / "whole.csv"), journal, journal.read_text().splitlines()
+
+
+def resumed_calls(tmp_path, setting, lines: list[str]) -> tuple[int, list[dict[str, str]]]:
+    """Write `lines` as the journal, resume the test: the heuristic's calls and the record it writes."""
+    tsp, levels, identity = setting
+    (tmp_path / "cut.csv.partial").write_text("\n".join(lines) + "\n")
+    rest = CountingHeuristic(tsp)
+    run(tsp, levels, tmp_path / "cut.csv", identity, rest)
+    return rest.calls, record(tmp_path / "cut.csv")
+
+
+def edited(line: str, column: str, value: str) -> str:
+    fields = next(csv.reader([line]))
+    fields[TEST_COLUMNS.index(column)] = value
+    return ",".join(fields)
+
+
+def test_an_edited_journal_row_is_searched_again_not_trusted(tmp_path, setting):
+    whole, _, lines = interrupted_journal(tmp_path, setting)
+    kept_calls, kept = resumed_calls(tmp_path, setting, lines)
+    assert kept == whole
+    first = lines[2]
+    expanded = next(csv.reader([first]))[TEST_COLUMNS.index("expanded")]
+    assert int(expanded) > 1  # so that generated = 1 cannot hold
+    for column, value in (("generated", "1"), ("seconds", "0.0"), ("steps", str(10**30 - 1))):
+        calls, rebuilt = resumed_calls(tmp_path, setting, [*lines[:2], edited(first, column, value), *lines[3:]])
+        assert rebuilt == whole and calls > kept_calls, column  # its attempt was searched again
+
+
+def test_an_attempt_journalled_twice_is_searched_again(tmp_path, setting):
+    whole, _, lines = interrupted_journal(tmp_path, setting)
+    kept_calls, _ = resumed_calls(tmp_path, setting, lines)
+    calls, rebuilt = resumed_calls(tmp_path, setting, [*lines, lines[2]])
+    assert rebuilt == whole and calls > kept_calls
+
+
+def test_an_over_long_journal_line_is_dropped_without_a_traceback(tmp_path, setting):
+    whole, _, lines = interrupted_journal(tmp_path, setting)
+    huge = edited(lines[2], "actions", "1 " * 10_000_000)  # a 20 MB field
+    calls, rebuilt = resumed_calls(tmp_path, setting, [*lines[:2], huge, *lines[3:]])
+    assert rebuilt == whole and calls > 0
+
+
+def test_a_row_that_expands_more_nodes_than_it_generated_is_no_attempt():
+    row = {"solved": "0", "expanded": "136", "generated": "1", "length": "", "seconds": "0.1", "steps": "3"}
+    assert "more than the 1 nodes generated" in attempt_fault(row, 4000)
+    assert attempt_fault({**row, "generated": "136"}, 4000) is None

@@ -490,7 +490,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     if args.png is not None:
-        check_outputs([Output("--png", args.png)], [("level file", args.file)])
+        check_outputs([Output("--png", args.png, suffix=".png")], [("level file", args.file)])
     levels = read_levels(args.file, args.domain)
     level = _pick_level(levels, args.index, args.file)
     domain = levels.domain
@@ -512,7 +512,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     if args.gif is not None:
-        check_outputs([Output("--gif", args.gif)], [("level file", args.file)])
+        check_outputs([Output("--gif", args.gif, suffix=".gif")], [("level file", args.file)])
     levels = read_levels(args.file, args.domain)
     level = _pick_level(levels, args.index, args.file)
     domain = levels.domain
@@ -709,7 +709,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 
 def cmd_subgoals(args: argparse.Namespace) -> int:
-    check_outputs([Output("--png", args.png)], [("--problems", args.problems), ("run", args.run)])
+    check_outputs([Output("--png", args.png, suffix=".png")], [("--problems", args.problems), ("run", args.run)])
     view = runner.subgoals(args.run, args.problems, index=args.index, checkpoint=args.checkpoint)
     write_png(args.png, view.figure())
     ranked = sorted(enumerate(view.probabilities), key=lambda item: -item[1])

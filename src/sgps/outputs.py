@@ -12,7 +12,12 @@ it was, and the same mistakes get the same message whichever command makes them:
   (writing to a FIFO would block; replacing a device node would destroy it);
 - a parent that is a file, or a folder the user may not write in;
 - two outputs of one command on the same path;
-- an existing result (a run, a dataset) without ``--overwrite``: the command says so.
+- an existing result (a run, a dataset) without ``--overwrite``: the command says so;
+- an existing file of a run folder (a folder with ``config.toml`` and ``checkpoints/``,
+  links followed), unless the output is one of the run's own files that the command
+  keeps (a test record): ``sgps generate --out RUN/checkpoints/best.safetensors``;
+- an image whose name does not end in its format's suffix (``--gif lv/zz.txt`` would put
+  a GIF named like a level file among the levels).
 
 Files that a command keeps open beside its outputs (journals, locks, partial records)
 are opened with `sgps.fileio.open_regular`, which refuses special files without blocking.
@@ -39,6 +44,9 @@ class Output:
     result that only ``--overwrite`` may replace (`exists_as_result` says when a folder
     holds one). `replaces`: for a folder, the names inside it that the command deletes or
     rewrites; an input among them is refused (``--overwrite`` would delete it).
+    `suffix`: the suffix a file's name must end in (an image's format, e.g. ``.gif``).
+    `run_file`: the file is one a run keeps for itself (a test record, its journal), so it
+    may replace an existing file of a run folder.
     """
 
     option: str
@@ -46,6 +54,12 @@ class Output:
     kind: str = FILE
     result: bool = False
     replaces: tuple[str, ...] = ()
+    suffix: str = ""
+    run_file: bool = False
+
+
+#: What makes a folder a run folder, as `sgps train` makes it (`sgps.training.rundir.RUN_FILES`).
+RUN_FOLDER_MARKERS = ("config.toml", "checkpoints")
 
 
 def check_outputs(
@@ -63,6 +77,8 @@ def check_outputs(
         _check_existing(output, overwrite)
         _check_parent(output)
         _check_inputs(output, given_inputs)
+        _check_run_file(output)
+        _check_suffix(output)
     _check_distinct(outputs)
 
 
@@ -108,6 +124,31 @@ def _check_existing(output: Output, overwrite: bool) -> None:
     if exists_as_result(output) and not overwrite:
         raise ConfigError(f"{option} {path}: already holds a finished result; pass --overwrite to replace it, "
                           "or choose another path")  # fmt: skip
+
+
+def _check_suffix(output: Output) -> None:
+    if output.suffix and output.path.suffix.lower() != output.suffix:
+        raise ConfigError(f"{output.option} {output.path}: the file is written as {output.suffix}, so its name must "
+                          f"end in {output.suffix} (e.g. {output.path.with_suffix(output.suffix)})")  # fmt: skip
+
+
+def _check_run_file(output: Output) -> None:
+    """An existing file of a run folder is the run's: only the run's own outputs replace it."""
+    if output.kind != FILE or output.run_file or not output.path.is_file():
+        return
+    run = run_folder_of(output.path)
+    if run is not None:
+        raise ConfigError(f"{output.option} {output.path} is a file of the run folder {run} (followed "
+                          "through any link): writing it would replace the run's own file; choose a path outside "
+                          "the run")  # fmt: skip
+
+
+def run_folder_of(path: Path) -> Path | None:
+    """The run folder (`RUN_FOLDER_MARKERS`) that `path`, links followed, lies in; None when none does."""
+    for folder in path.resolve().parents:
+        if (folder / RUN_FOLDER_MARKERS[0]).is_file() and (folder / RUN_FOLDER_MARKERS[1]).is_dir():
+            return folder
+    return None
 
 
 def _check_parent(output: Output) -> None:

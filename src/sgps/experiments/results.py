@@ -37,7 +37,7 @@ from sgps.experiments.runstate import RunProgress, stop_reason, test_csv, tested
 from sgps.training.bootstrap import GUARD_STOPS
 from sgps.training.run import Run, loop_state
 from sgps.training.rundir import RunDirectory
-from sgps.training.testing import fault_in_test_record
+from sgps.training.testing import fault_in_test_record, level_set_digest
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ def guard_warning(cut: Sequence[RunResult]) -> str | None:
 
 
 def _offline_result(
-    plan: ComparePlan, spec: RunSpec, run: Run, train_total: int, sets: Mapping[str, LevelSet | str]
+    plan: ComparePlan, spec: RunSpec, run: Run, train_total: int, sets: Mapping[str, TestSet | str]
 ) -> RunResult:
     """A run of a method that learns offline (HIPS-ε): no training searches (no curve); its hours are the
     offline training's."""
@@ -187,13 +187,21 @@ def _offline_result(
                      unnamed=records.unnamed)  # fmt: skip
 
 
-def test_sets(plan: ComparePlan, out: Path) -> dict[str, LevelSet | str]:
+@dataclass(frozen=True)
+class TestSet:
+    """A comparison's test set: its levels, and the digest its records name (`level_set_digest`)."""
+
+    levels: LevelSet
+    digest: str
+
+
+def test_sets(plan: ComparePlan, out: Path) -> dict[str, TestSet | str]:
     """The levels of each test set of the comparison in `out`, read once for all runs; a set that
     cannot be read gives the reason instead."""
-    sets: dict[str, LevelSet | str] = {}
+    sets: dict[str, TestSet | str] = {}
     for name, path in problem_files(plan, out).tests.items():
         try:
-            sets[name] = read_levels(path)
+            sets[name] = TestSet(read_levels(path), level_set_digest(path))
         except SgpsError as error:
             sets[name] = str(error)
     return sets
@@ -209,7 +217,7 @@ class TestRecords:
     unnamed: dict[str, str]  # counted: made before records named their weights, so not checked against them
 
 
-def read_tests(plan: ComparePlan, sets: Mapping[str, LevelSet | str], run: Path) -> TestRecords:
+def read_tests(plan: ComparePlan, sets: Mapping[str, TestSet | str], run: Path) -> TestRecords:
     """The run's test records that count, summed up, and why each of the others does not.
 
     A record is counted only if it is exactly what the test procedure writes for the
@@ -231,12 +239,13 @@ def read_tests(plan: ComparePlan, sets: Mapping[str, LevelSet | str], run: Path)
         except CheckpointError as error:
             records.damaged[test.name] = str(error)
             continue
-        levels = sets[test.name]
-        if isinstance(levels, str):
-            records.damaged[test.name] = f"{record}: its test set cannot be read ({levels})"
+        test_set = sets[test.name]
+        if isinstance(test_set, str):
+            records.damaged[test.name] = f"{record}: its test set cannot be read ({test_set})"
             continue
+        levels = test_set.levels
         fault = fault_in_test_record(rows, len(levels), test.budget, test.rounds, domain=levels.domain,
-                                     starts=levels.states())  # fmt: skip
+                                     starts=levels.states(), level_set=test_set.digest)  # fmt: skip
         if fault is not None:
             records.damaged[test.name] = f"{record}: not the record of a whole test of {len(levels)} problems ({fault})"
             continue

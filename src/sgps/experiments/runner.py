@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sgps.errors import StopRequested
 from sgps.experiments.concurrency import Concurrency
 from sgps.experiments.launchers import Launched, Launcher, LocalLauncher
 from sgps.experiments.plan import ComparePlan, RunSpec, TestSet
@@ -261,13 +262,15 @@ def _last_line(path: Path) -> str:
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C while the comparison runs, so that its children are stopped too."""
+    """Stop on SIGTERM as on Ctrl-C while the comparison runs, so that its children are stopped too:
+    `StopRequested`, which `sgps` reports as ``sgps: stopped by SIGTERM``, exit status 143."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not interrupt stopping the children
+        raise StopRequested(signal.Signals(signum).name, 128 + signum)
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:

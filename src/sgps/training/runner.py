@@ -23,6 +23,7 @@ from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.search.engine import SearchResult
 from sgps.training.bootstrap import BatchSearcher, Bootstrap, LoopState
 from sgps.training.config import TrainConfig, check_options_apply, given_options, option_flag, resolve_config
+from sgps.training.memory import check_training_memory
 from sgps.training.methods.plugin import RunSearch
 from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
 from sgps.training.placement import (
@@ -37,7 +38,15 @@ from sgps.training.run import Run
 from sgps.training.rundir import RUN_FILES, RunDirectory, to_toml
 from sgps.training.setup import build_method, build_subgoal_method, pick_device, setup_frozen, training_and_validation
 from sgps.training.tensorboard import TensorBoardLog, remove_run_events, require_tensorboard
-from sgps.training.testing import TestProgress, TestSummary, attempt_identity, run_test
+from sgps.training.testing import (
+    TestProgress,
+    TestSummary,
+    attempt_identity,
+    foreign_record,
+    journal_path,
+    level_set_digest,
+    run_test,
+)
 from sgps.version import sgps_version
 
 
@@ -109,6 +118,9 @@ def train(
     search_settings = dataclasses.replace(config.search, evaluation_batch=evaluation_batch)
     config = dataclasses.replace(config, run=run_settings, search=search_settings)
     train_levels, validation_levels = training_and_validation(problems, levels, validation, config)
+    # Sizes that cannot fit are refused here, before the networks are built or the folder is made.
+    check_training_memory(levels.domain, train_levels[0], config, len(train_levels), executor=executor,
+                          ray_address=ray_address, device=device.type)  # fmt: skip
     method = build_method(levels.domain, train_levels[0], config)
     run_dir = RunDirectory(out, method.report_columns)
     with contextlib.ExitStack() as stack:
@@ -275,6 +287,8 @@ def test(
     levels = read_levels(problems, opened.domain)
     levels.observation_shape()
     states = levels.states()
+    record, level_set = opened.record_path(problems), level_set_digest(problems)
+    _check_record(record, problems, level_set, levels.domain, states)
     model_file = opened.checkpoint(checkpoint)
     trained = opened.searcher(states[0], model_file)
     identity = attempt_identity(model_file, problems, budget=budget, rounds=rounds, epsilon=trained.epsilon,
@@ -299,9 +313,21 @@ def test(
             search_batch = functools.partial(_test_round, pool, trained)
         return run_test(levels.domain, states, trained.algorithm, trained.evaluator, budget=budget, rounds=rounds,
                         epsilon=trained.epsilon, evaluation_batch=trained.evaluation_batch,
-                        children=trained.children, csv_path=opened.record_path(problems), identity=identity,
-                        weights=weights_digest(model_file), search_batch=search_batch,
+                        children=trained.children, csv_path=record, identity=identity,
+                        weights=weights_digest(model_file), level_set=level_set, search_batch=search_batch,
                         progress=progress)  # fmt: skip
+
+
+def _check_record(record: Path, problems: Path, level_set: str, domain: Any, states: Sequence[Any]) -> None:
+    """Refuse, before any search, a test whose record or journal cannot be written, or would replace
+    the record of another level set that shares the level file's name (`foreign_record`)."""
+    check_outputs([Output("the test record", record, run_file=True),
+                   Output("the test journal", journal_path(record), run_file=True)],
+                  [("--problems", problems)])  # fmt: skip
+    foreign = foreign_record(record, level_set, domain, states)
+    if foreign is not None:
+        raise ConfigError(f"{record} is the record of another level set named like {problems} ({foreign}); "
+                          "a test would replace it: rename the level file, or move the old record away")  # fmt: skip
 
 
 #: Search processes `sgps test --workers` starts at most.

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from sgps.domains.base import Domain
 from sgps.domains.levels import LevelSet, read_levels
@@ -53,8 +54,7 @@ def build_subgoal_method(domain: Domain[Any], example: Any, config: TrainConfig)
     """PHS*(π^SG) or LevinTS(π^SG): the four π^SG networks, their learner and the method."""
     torch.manual_seed(config.bootstrap.seed)
     device = pick_device(config.run.device)
-    model_config = config.subgoal.model_config(domain.observation_shape(example), domain.num_actions)
-    model = SubgoalModel(model_config).to(device)
+    model = subgoal_model(domain, example, config).to(device)
     generator = torch.Generator().manual_seed(config.bootstrap.seed)
     learner = SubgoalLearner(model, config.subgoal, config.learner, generator)
     algorithm = search_algorithm(SUBGOAL_COSTS[config.run.algorithm], config)
@@ -63,10 +63,19 @@ def build_subgoal_method(domain: Domain[Any], example: Any, config: TrainConfig)
 
 def build_flat_method(domain: Domain[Any], example: Any, config: TrainConfig) -> FlatMethod:
     """The network, learner and method of a flat-baseline run, seeded with the run seed."""
+    torch.manual_seed(config.bootstrap.seed)
+    network = flat_network(domain, example, config).to(pick_device(config.run.device))
+    generator = torch.Generator().manual_seed(config.bootstrap.seed)
+    learner = FlatLearner(network, config.learner, generator)
+    return FlatMethod(domain, search_algorithm(config.run.algorithm, config), learner, config.search.precision)
+
+
+def flat_network(domain: Domain[Any], example: Any, config: TrainConfig) -> FlatNetwork:
+    """The network of a flat-baseline run, unseeded, on torch's default device: what `build_flat_method`
+    trains, and what `sgps.training.memory` builds on the meta device to size a run before it starts."""
     if config.run.algorithm not in FLAT_HEADS:
         raise ConfigError(f"run.algorithm must be one of {', '.join(FLAT_HEADS)}, not {config.run.algorithm!r}")
     policy, heuristic = FLAT_HEADS[config.run.algorithm]
-    torch.manual_seed(config.bootstrap.seed)
     network_config = FlatNetworkConfig(
         observation_shape=domain.observation_shape(example),
         num_actions=domain.num_actions,
@@ -76,16 +85,25 @@ def build_flat_method(domain: Domain[Any], example: Any, config: TrainConfig) ->
         policy=policy,
         heuristic=heuristic,
     )
-    network = FlatNetwork(network_config).to(pick_device(config.run.device))
-    generator = torch.Generator().manual_seed(config.bootstrap.seed)
-    learner = FlatLearner(network, config.learner, generator)
-    return FlatMethod(domain, search_algorithm(config.run.algorithm, config), learner, config.search.precision)
+    return FlatNetwork(network_config)
+
+
+def subgoal_model(domain: Domain[Any], example: Any, config: TrainConfig) -> SubgoalModel:
+    """The four π^SG networks of a phs-sg / levin-sg run, unseeded, on torch's default device (as
+    `flat_network`, for `build_subgoal_method` and `sgps.training.memory`)."""
+    return SubgoalModel(config.subgoal.model_config(domain.observation_shape(example), domain.num_actions))
 
 
 #: `run.algorithm` -> the builder of its method (a new method registers here; see `sgps.training.methods`).
 METHODS: dict[str, Callable[[Domain[Any], Any, TrainConfig], Method]] = {
     **dict.fromkeys(FLAT_HEADS, build_flat_method),
     **dict.fromkeys(SUBGOAL_COSTS, build_subgoal_method),
+}
+#: `run.algorithm` -> the networks its method learns (a new method registers here too): one module
+#: holding every parameter the method's optimisers update, so that a run can be sized before it starts.
+NETWORKS: dict[str, Callable[[Domain[Any], Any, TrainConfig], nn.Module]] = {
+    **dict.fromkeys(FLAT_HEADS, flat_network),
+    **dict.fromkeys(SUBGOAL_COSTS, subgoal_model),
 }
 
 
@@ -150,15 +168,18 @@ def split_problems(levels: Sequence[Any], fraction: float, seed: int) -> tuple[l
 __all__ = [
     "FLAT_HEADS",
     "METHODS",
+    "NETWORKS",
     "SUBGOAL_COSTS",
     "build_flat_method",
     "build_method",
     "build_subgoal_method",
+    "flat_network",
     "freeze_setup",
     "pick_device",
     "search_algorithm",
     "setup_frozen",
     "split_problems",
+    "subgoal_model",
     "training_and_validation",
 ]
 

@@ -26,9 +26,11 @@ from sgps.search.evaluators import Evaluator
 #: The columns of a test record (metrics/test-NAME.csv): one row per attempt. `actions`: a solved
 #: attempt's solution (primitive actions, space-separated), replayed before the row counts;
 #: `weights`: what names the checkpoint tested (`sgps.models.checkpoint.weights_digest`), so that
-#: a record made with other weights than the run's is not counted as its result.
+#: a record made with other weights than the run's is not counted as its result; `levels`: what
+#: names the level set tested (`level_set_digest`), so that a record of another set that shares
+#: its file name is never taken for this one's, nor replaced by it.
 TEST_COLUMNS = ("round", "problem", "solved", "expanded", "generated", "length", "budget", "seconds", "steps",
-                "actions", "weights")  # fmt: skip
+                "actions", "weights", "levels")  # fmt: skip
 
 
 def fault_in_test_record(
@@ -39,6 +41,7 @@ def fault_in_test_record(
     *,
     domain: Domain[Any] | None = None,
     starts: Sequence[Any] | None = None,
+    level_set: str | None = None,
 ) -> str | None:
     """What makes `rows` not the record of a whole test of `problems` problems; None when nothing does.
 
@@ -47,9 +50,13 @@ def fault_in_test_record(
     `rounds`) tries, in order, the problems still unsolved, with budget * 2^(r-1), until
     none is left or the rounds are spent; every row is an attempt (`attempt_fault`), its
     solution replayed from ``starts[problem]`` in `domain` when they are given, and every
-    row names the same weights. A cut, duplicated, edited or foreign record breaks this and
-    is named (with the line of the row at fault) instead of being counted as a result.
+    row names the same weights and the same level set, `level_set` (`level_set_digest`) where
+    it is given and the record names one. A cut, duplicated, edited or foreign record breaks
+    this and is named (with the line of the row at fault) instead of being counted as a result.
     """
+    named = rows[0].get("levels") if rows else None
+    if level_set is not None and named and named != level_set:
+        return f"its rows name another level set ({named}; this set is {level_set}) that shares the file name"
     attempts = []
     for line, row in enumerate(rows, start=2):
         attempt = _attempt(row)
@@ -78,6 +85,8 @@ def fault_in_test_record(
         fault = attempt_fault(row, row_budget, domain, None if starts is None else starts[problem])
         if fault is None and row.get("weights") != rows[0].get("weights"):
             fault = "its weights differ from those of the first row (rows of tests of different checkpoints)"
+        if fault is None and row.get("levels") != named:
+            fault = "its level set differs from that of the first row (rows of tests of different level sets)"
         if fault is not None:
             return f"line {line}: a row is not an attempt ({fault})"
     return None
@@ -105,7 +114,8 @@ def attempt_fault(
     Its numbers are in range: solved 0 or 1; expanded and generated non-negative integers,
     expanded at most the budget (a search ends at its budget); seconds and steps, where
     recorded, a finite non-negative number and a non-negative integer; a solved row's length a
-    non-negative integer, an unsolved row's empty. A row of a record that names its
+    non-negative integer, an unsolved row's empty; no more nodes expanded than generated
+    (`SearchResult.generated` counts the root and every evaluated node). A row of a record that names its
     solutions (the `actions` column) has a solved attempt's actions, as many as its length,
     valid in `domain` and leading from `start` to a goal (checked when both are given),
     and no actions for an unsolved one. Rows of older records (no `actions` column) are
@@ -120,6 +130,8 @@ def attempt_fault(
     expanded = int(str(row["expanded"]))
     if expanded > budget:
         return f"expanded is {expanded:,}, more than its budget of {budget:,}"
+    if expanded > int(str(row["generated"])):
+        return f"expanded is {expanded:,}, more than the {row['generated']} nodes generated (each is generated first)"
     if row.get("seconds") is not None and not _is_duration(str(row["seconds"])):
         return f"seconds is {row['seconds']!r}, not a finite non-negative number of seconds"
     length = _count(row.get("length"))
@@ -201,6 +213,43 @@ def _level_set_digest(problems: Path) -> bytes:
     return folder.digest()
 
 
+def level_set_digest(problems: Path) -> str:
+    """What names the level file or folder `problems` in a test record (the `levels` column): 16 hex
+    digits of its digest (the file's bytes; a folder's level files' names and bytes)."""
+    return _level_set_digest(problems).hex()[:16]
+
+
+def foreign_record(csv_path: Path, level_set: str, domain: Domain[Any], starts: Sequence[Any]) -> str | None:
+    """Why the record at `csv_path` is provably of another level set than `starts` (digest `level_set`);
+    None when it is not, or when there is no readable record there.
+
+    `sgps test` names a record after its level file's stem, so ``x/t.txt`` and ``y/t.txt`` share
+    ``test-t.csv``; a test must not replace the other set's record. A record names its set
+    (the `levels` column); one written before records did is another set's if a row's
+    problem lies beyond `starts` or a row's solution does not replay in its problem here.
+    An unreadable or damaged record is no result, and is replaced.
+    """
+    try:
+        rows = list(csv.DictReader(io.StringIO(read_regular_text(csv_path))))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    for line, row in enumerate(rows, start=2):
+        named = row.get("levels")
+        if named:
+            if named != level_set:
+                return f"line {line} names the level set {named}, and this one is {level_set}"
+            continue
+        problem = _count(row.get("problem"))
+        if problem is not None and problem >= len(starts):
+            return f"line {line} tries problem {problem}, and this set has {len(starts)} levels"
+        moves = [_count(action) for action in (row.get("actions") or "").split()]
+        if row.get("solved") == "1" and moves and None not in moves and problem is not None:
+            fault = checked_trajectory(domain, starts[problem], moves)[1]  # type: ignore[arg-type]
+            if fault is not None:
+                return f"line {line}: its solution does not solve problem {problem} of this set ({fault})"
+    return None
+
+
 def record_name(problems: Path) -> str:
     """The name of the record `sgps test` keeps of the level file or folder `problems` (RUN/metrics/NAME.csv):
     ``test-`` and the file's stem or the folder's name, ``.`` and ``..`` read as the folder they name."""
@@ -227,10 +276,18 @@ class AttemptJournal:
     searched. The first line names the identity; a journal of another identity (or of
     another record format) is discarded. A row is kept only if it passes the test's check
     (`run_test`: an attempt of the procedure, its solution replayed, made with the same
-    weights); any other row (cut by a kill, damaged, edited) is dropped and its attempt
-    searched again, as if it had never been journalled. When the test ends, the whole
-    record is written in exact order and the journal removed.
+    weights) and carries the checksum this identity gives its fields (`_checksum`); any
+    other row (cut by a kill, damaged, edited: ``generated = 1`` beside ``expanded = 136``,
+    an over-long field) is dropped and its attempt searched again, as if it had never been
+    journalled, and so is every row of an attempt journalled twice. The checksum finds
+    edits, not forgeries: someone who recomputes it with this code can make the journal say
+    anything, as they could edit the finished record. When the test ends, the whole record
+    is written in exact order and the journal removed.
     """
+
+    #: The longest journal line read (a row of 12 short fields and a solution of up to
+    #: about 40,000 actions); a longer one is damage, dropped unread.
+    MAX_LINE = 1 << 17
 
     def __init__(self, path: Path, identity: str) -> None:
         self.path = path
@@ -240,26 +297,55 @@ class AttemptJournal:
         """The journalled attempts whose rows `keep` accepts, (round, problem) -> row; starts a fresh
         journal holding only those."""
         kept: dict[tuple[int, int], list[str]] = {}
+        seen: set[tuple[int, int]] = set()
         try:
             lines = read_regular_text(self.path).split("\n")
         except (FileNotFoundError, UnicodeDecodeError):
             lines = []
-        if lines[:2] == [f"# {self.identity}", ",".join(TEST_COLUMNS)]:
-            for row in csv.reader(lines[2:-1]):  # the last piece has no newline yet: possibly cut
-                fields = dict(zip(TEST_COLUMNS, row, strict=False))
+        if lines[:2] == [f"# {self.identity}", ",".join((*TEST_COLUMNS, "checksum"))]:
+            for line in lines[2:-1]:  # the last piece has no newline yet: possibly cut
+                row = self._fields(line)
+                if row is None:
+                    continue
+                fields = dict(zip(TEST_COLUMNS, row, strict=True))
                 attempt = _attempt(fields)
-                if attempt is not None and len(row) == len(TEST_COLUMNS) and keep(fields):
+                if attempt is None:
+                    continue
+                if attempt[:2] in seen:  # journalled twice: neither copy is trusted
+                    kept.pop(attempt[:2], None)
+                elif keep(fields):
                     kept[attempt[:2]] = row
-        atomic_write_text(self.path, "".join(self._line(row) for row in [[f"# {self.identity}"], list(TEST_COLUMNS),
-                                                                         *kept.values()]))  # fmt: skip
+                seen.add(attempt[:2])
+        header = [[f"# {self.identity}"], [*TEST_COLUMNS, "checksum"]]
+        atomic_write_text(self.path, "".join(self._line(row) for row in header)
+                          + "".join(self._line([*row, self._checksum(row)]) for row in kept.values()))  # fmt: skip
         return kept
 
     def append(self, row: Sequence[Any]) -> None:
         with open_regular(self.path, "a") as handle:
-            handle.write(self._line(row))
+            handle.write(self._line([*row, self._checksum(row)]))
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+
+    def _fields(self, line: str) -> list[str] | None:
+        """A journal line's record fields, if it is short enough, parses and carries its checksum; else None."""
+        if len(line) > self.MAX_LINE:
+            return None
+        try:
+            fields = next(csv.reader([line]), [])
+        except csv.Error:
+            return None
+        if len(fields) != len(TEST_COLUMNS) + 1 or fields[-1] != self._checksum(fields[:-1]):
+            return None
+        return fields[:-1]
+
+    def _checksum(self, row: Sequence[Any]) -> str:
+        """16 hex digits of a digest over the test's identity and the row's fields."""
+        digest = hashlib.sha256(self.identity.encode())
+        for field in row:
+            digest.update(b"\0" + str(field).encode())
+        return digest.hexdigest()[:16]
 
     @staticmethod
     def _line(row: Sequence[Any]) -> str:
@@ -268,23 +354,31 @@ class AttemptJournal:
         return buffer.getvalue()
 
 
-def _row(round_number: int, problem: int, budget: int, weights: str, result: SearchResult) -> list[str]:
+def _row(
+    round_number: int, problem: int, budget: int, weights: str, level_set: str, result: SearchResult
+) -> list[str]:
     """The test record's row (`TEST_COLUMNS`) of one attempt."""
     actions = " ".join(str(action) for action in result.actions or ()) if result.solved else ""
     values = [round_number, problem, int(result.solved), result.expanded, result.generated,
               result.length if result.solved else "", budget, f"{result.seconds:.4f}", result.domain_steps, actions,
-              weights]  # fmt: skip
+              weights, level_set]  # fmt: skip
     return [str(value) for value in values]
 
 
 def _journalled_attempt_holds(
-    domain: Domain[Any], levels: Sequence[Any], budget: int, rounds: int, weights: str, row: Mapping[str, str]
+    domain: Domain[Any],
+    levels: Sequence[Any],
+    budget: int,
+    rounds: int,
+    weights: str,
+    level_set: str,
+    row: Mapping[str, str],
 ) -> bool:
     """Whether a journalled row is an attempt this test would have made: a round and problem of the
     test, the round's budget, numbers in range and a solution that replays (`attempt_fault`), the
-    same weights."""
+    same weights and level set."""
     attempt = _attempt(row)
-    if attempt is None or row.get("weights") != weights:
+    if attempt is None or row.get("weights") != weights or row.get("levels") != level_set:
         return False
     round_number, problem, _, row_budget = attempt
     if not (1 <= round_number <= rounds and problem < len(levels)) or row_budget != budget * 2 ** (round_number - 1):
@@ -305,6 +399,7 @@ def run_test(
     csv_path: Path | None = None,
     identity: str | None = None,
     weights: str = "",
+    level_set: str = "",
     search_batch: Callable[[Sequence[Any], int], list[SearchResult]] | None = None,
     children: ChildGenerator[Any] | None = None,
     progress: TestProgress | None = None,
@@ -319,7 +414,8 @@ def run_test(
     Its `actions` column holds each solution, so that a reader can replay it, and its
     `weights` column names the checkpoint tested (`weights`: its
     `sgps.models.checkpoint.weights_digest`; "" when the weights have no name), so that a
-    record made with other weights than a run's is not counted as the run's result.
+    record made with other weights than a run's is not counted as the run's result, and
+    its `levels` column the level set (`level_set`: its `level_set_digest`; "" when unnamed).
     With `identity` (`attempt_identity`) the attempts are journalled as they finish and an
     interrupted test of the same identity resumes (`AttemptJournal`): a journalled row is kept
     only if it is an attempt this test would have made, its solution replayed from its
@@ -334,7 +430,7 @@ def run_test(
     journal = None
     if csv_path is not None and identity is not None:
         journal = AttemptJournal(journal_path(csv_path), identity)
-    keep = functools.partial(_journalled_attempt_holds, domain, levels, budget, rounds, weights)
+    keep = functools.partial(_journalled_attempt_holds, domain, levels, budget, rounds, weights, level_set)
     done = {} if journal is None else journal.resume(keep)
     rows: list[list[str]] = []
     unsolved = list(range(len(levels)))
@@ -344,7 +440,7 @@ def run_test(
         round_budget = budget * 2 ** (round_number - 1)
         todo = [p for p in unsolved if (round_number, p) not in done]
         if todo:
-            record = functools.partial(_record, done, journal, todo, round_number, round_budget, weights)
+            record = functools.partial(_record, done, journal, todo, round_number, round_budget, weights, level_set)
             _search_round(domain, [levels[i] for i in todo], algorithm, evaluator, round_budget, epsilon, search_batch,
                           children, progress, round_number, record, already=len(unsolved) - len(todo),
                           total=len(unsolved), evaluation_batch=evaluation_batch)  # fmt: skip
@@ -368,11 +464,12 @@ def _record(
     round_number: int,
     budget: int,
     weights: str,
+    level_set: str,
     index: int,
     result: SearchResult,
 ) -> None:
     """Keep (and journal) the attempt of `problems[index]` that just finished."""
-    row = _row(round_number, problems[index], budget, weights, result)
+    row = _row(round_number, problems[index], budget, weights, level_set, result)
     done[(round_number, problems[index])] = row
     if journal is not None:
         journal.append(row)

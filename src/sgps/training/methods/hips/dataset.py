@@ -15,6 +15,7 @@ trajectory does not end at a goal, so every trajectory it returns is a true solu
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import multiprocessing
@@ -24,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from sgps.domains.levels import Level, states_digest
 from sgps.domains.registry import get_domain
 from sgps.domains.solver import default_state_cap, solve
 from sgps.errors import ConfigError, SgpsError
-from sgps.fileio import atomic_write_bytes, open_regular, read_regular_text
+from sgps.fileio import atomic_write_bytes, open_regular
 
 FORMAT = "sgps-hips-dataset-1"
 #: The arrays of a dataset file: how many dimensions each has and the numpy kinds of its values
@@ -72,10 +73,12 @@ class Dataset:
 
 @dataclass(frozen=True)
 class BuildReport:
-    """What `build_dataset` did: the trajectories kept and the levels skipped, with why."""
+    """What `build_dataset` did: the trajectories kept, the levels skipped, with why, and the journal lines
+    it did not trust (``FILE:LINE: why``; the levels they recorded were solved again)."""
 
     dataset: Dataset
     skipped: tuple[tuple[str, str], ...]  # (level name, reason)
+    dropped: tuple[str, ...] = ()
 
 
 def dataset_journal(dataset: Path) -> Path:
@@ -83,8 +86,16 @@ def dataset_journal(dataset: Path) -> Path:
     return dataset.with_name(dataset.name + ".journal")
 
 
-#: The journal of an unfinished `build_dataset`: a header line, then one line per finished level.
-JOURNAL_FORMAT = "sgps-hips-dataset-journal-1"
+#: The journal of an unfinished `build_dataset`: a header line (`_journal_header`), then one line per
+#: finished level, sealed with a checksum (`_checksum`). Format 1 had no checksums: its journals are
+#: refused with a message to delete them (`_check_header`), as their entries cannot be told from edits.
+JOURNAL_FORMAT = "sgps-hips-dataset-journal-2"
+#: How every journal format's name starts: a header with another one is another sgps version's journal.
+_JOURNAL_FAMILY = "sgps-hips-dataset-journal-"
+#: How many dropped journal lines `BuildReport.dropped` names one by one (the rest are counted).
+_DROPPED_NAMED = 20
+#: The bytes read at a time while skipping a line longer than `_line_bound`.
+_SKIP_CHUNK = 1 << 16
 
 
 def build_dataset(
@@ -102,10 +113,19 @@ def build_dataset(
     finished level as it finishes (one JSON line), so that a build interrupted at any point
     goes on where it stopped when called again with the same levels and cap; the result
     does not depend on the interruption, the workers or the order levels finished in. Its
-    entries are checked before they count (`_entry_fault`: solutions replayed, skips only
-    for the builder's reasons); a damaged or edited one is refused, naming its line.
+    entries are checked before they count (`_read_journal`): one the builder could not have
+    written (`_entry_fault`: solutions replayed, skips only for the builder's reasons) or a
+    copied line is refused, naming its line; a line that is no entry (not JSON, too
+    long, too deeply nested) or whose checksum does not match (an edit the replay cannot
+    see: a made-up "no solution exists", a longer solution) is dropped and its level solved
+    again, so the dataset is the one an undamaged build makes (`BuildReport.dropped`).
     """
-    finished = _read_journal(journal, domain, levels, max_states) if journal is not None else {}
+    header: dict[str, Any] = {}
+    finished: dict[int, dict[str, Any]] = {}
+    dropped: tuple[str, ...] = ()
+    if journal is not None:
+        header = _journal_header(domain, levels, max_states)
+        finished, dropped = _read_journal(journal, header, domain, levels, max_states)
     todo = [index for index in range(len(levels)) if index not in finished]
     if progress is not None:
         progress(len(finished), len(levels))
@@ -114,11 +134,11 @@ def build_dataset(
         if journal is not None:
             record = stack.enter_context(open_regular(journal, "a"))
             if not finished and journal.stat().st_size == 0:
-                _append(record, _journal_header(domain, levels, max_states))
+                _append(record, header)
         for index, outcome in _solve_all(domain, levels, todo, max_states, workers):
             finished[index] = outcome
             if record is not None:
-                _append(record, {"index": index, **outcome})
+                _append(record, {"index": index, **outcome}, seal=header)
             if progress is not None:
                 progress(len(finished), len(levels))
     trajectories: list[Trajectory] = []
@@ -130,7 +150,7 @@ def build_dataset(
             trajectories.append(Trajectory(level.name, tuple(trajectory(domain, level.state, actions)), actions))
         else:
             skipped.append((level.name, outcome["skipped"]))
-    return BuildReport(Dataset(domain, tuple(trajectories)), tuple(skipped))
+    return BuildReport(Dataset(domain, tuple(trajectories)), tuple(skipped), tuple(dropped))
 
 
 def _solve_all(
@@ -176,41 +196,209 @@ def _journal_header(domain: Domain[Any], levels: Sequence[Level], max_states: in
 
 
 def _read_journal(
-    journal: Path, domain: Domain[Any], levels: Sequence[Level], max_states: int | None
-) -> dict[int, dict[str, Any]]:
-    """The levels a journal records as finished (complete lines only: the last may be cut)."""
+    journal: Path, header: Mapping[str, Any], domain: Domain[Any], levels: Sequence[Level], max_states: int | None
+) -> tuple[dict[int, dict[str, Any]], tuple[str, ...]]:
+    """The levels a journal records as finished, and the lines it dropped (``FILE:LINE: why``).
+
+    The journal must start with this build's `header` (else it is refused: another build's,
+    or another sgps version's, `_check_header`). A last line without its newline was cut by
+    an interruption: it is removed, so the next line starts clean. Each other line, read
+    one at a time and never more than `_line_bound` bytes of it, then goes through:
+
+    - dropped, its level (whichever it was) solved again: a line that is no entry (longer
+      than any entry of this build, not UTF-8, not JSON, nested deeper than an entry, a key
+      twice), or an entry whose checksum does not match (`_checksum`: edited, or copied
+      from another build). Such a line cannot be the builder's, and redoing its level gives
+      what the undamaged line held.
+    - refused (a `ConfigError` naming the line; the user deletes the journal): an entry the
+      builder could never have written (`_entry_fault`), checked before its checksum, or a
+      second entry of a level whose checksum matches too (a copied line; a second entry
+      with another value does not match, and is dropped). Both were refused before
+      checksums existed, and tests pin the refusal: it names what is wrong.
+
+    The checksum tells edits from the builder's entries, not forgeries: anyone who runs
+    this code can recompute a checksum for a made-up entry (`_checksum` has no secret),
+    so a deliberately forged journal is out of scope; the replay (`_entry_fault`) still
+    keeps it from making a dataset `read_dataset` would refuse.
+    """
     if not journal.exists() or journal.stat().st_size == 0:
-        return {}
-    try:
-        text = read_regular_text(journal)
-    except UnicodeDecodeError as error:
-        raise ConfigError(f"{journal}: not a dataset journal (byte {error.start} is not UTF-8)") from None
-    complete = text[: text.rfind("\n") + 1]
-    if len(complete) < len(text):  # a line cut by an interruption: dropped, so the next line starts clean
-        with open_regular(journal, "r+") as handle:
-            handle.truncate(len(complete.encode()))
-    lines = complete.splitlines()
-    try:
-        entries = [json.loads(line) for line in lines]
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{journal}: a damaged dataset journal ({error}); delete it to start over") from None
-    if not entries:  # only a cut header: nothing was finished
-        return {}
-    if entries[0] != _journal_header(domain, levels, max_states):
-        raise ConfigError(f"{journal}: the journal of a dataset of other levels or another --max-states; "
-                          "delete it to start over, or give the same levels and options")  # fmt: skip
+        return {}, ()
+    bound = _line_bound(header, domain, levels, max_states)
     finished: dict[int, dict[str, Any]] = {}
     lines_of: dict[int, int] = {}
-    for number, entry in enumerate(entries[1:], start=2):
-        problem = _entry_fault(entry, domain, levels, max_states)
-        index = entry.get("index") if isinstance(entry, dict) else None
-        if problem is None and index in lines_of:
-            problem = f"level {index} is recorded twice (first on line {lines_of[index]})"
-        if problem is not None:
-            raise ConfigError(f"{journal}:{number}: {problem}; delete the journal to start over")
-        lines_of[index] = number
-        finished[index] = {key: value for key, value in entry.items() if key != "index"}
-    return finished
+    dropped: list[str] = []
+    cut: int | None = None
+    with open_regular(journal, "rb") as handle:
+        for number, (start, content, complete) in enumerate(_journal_lines(handle, bound), start=1):
+            if not complete:
+                cut = start
+                break
+            if number == 1:
+                _check_header(journal, content, header, bound)
+                continue
+            entry, why = _entry_of(content, bound)
+            if why is None:
+                problem = _entry_fault(entry, domain, levels, max_states)
+                if problem is not None:
+                    raise ConfigError(f"{journal}:{number}: {problem}; delete the journal to start over")
+                index = entry["index"]
+                if entry.get("checksum") != _checksum(header, entry):
+                    why = (f"level {index} ({levels[index].name}): its checksum does not match its content "
+                           "(an edited entry, or another build's)")  # fmt: skip
+                elif index in lines_of:
+                    raise ConfigError(f"{journal}:{number}: level {index} is recorded twice (first on line "
+                                      f"{lines_of[index]}); delete the journal to start over")  # fmt: skip
+            if why is not None:
+                dropped.append(f"{journal}:{number}: {why}; dropped, its level is solved again")
+                continue
+            lines_of[index] = number
+            finished[index] = {key: value for key, value in entry.items() if key not in ("index", "checksum")}
+    if cut is not None:
+        with open_regular(journal, "r+b") as handle:
+            handle.truncate(cut)
+    if len(dropped) > _DROPPED_NAMED:
+        dropped[_DROPPED_NAMED:] = [f"{journal}: {len(dropped) - _DROPPED_NAMED} more lines dropped"]
+    return finished, tuple(dropped)
+
+
+def _journal_lines(handle: BinaryIO, bound: int) -> Iterator[tuple[int, bytes | None, bool]]:
+    """(offset, content, complete) of each line of a journal opened in binary mode.
+
+    `content`: the line without its newline, or None for one longer than `bound` bytes,
+    which is skipped `_SKIP_CHUNK` bytes at a time and never held whole. `complete` is
+    False for a last line without a newline (one an interruption cut), the last one yielded.
+    """
+    while True:
+        start = handle.tell()
+        line = handle.readline(bound + 1)
+        if not line:
+            return
+        if line.endswith(b"\n"):
+            yield start, line[:-1], True
+        elif len(line) <= bound:
+            yield start, line, False
+            return
+        else:
+            while line and not line.endswith(b"\n"):
+                line = handle.readline(_SKIP_CHUNK)
+            yield start, None, bool(line)
+            if not line:
+                return
+
+
+def _line_bound(header: Mapping[str, Any], domain: Domain[Any], levels: Sequence[Level], max_states: int | None) -> int:
+    """The most bytes a line of this build's journal can hold, its newline not counted; a longer one is not read.
+
+    The longest entry holds the longest solution the solver's cap allows: an optimal
+    solution never visits a state twice, and the solver stores each state it reaches and
+    stops once it holds `cap` of them (one expansion may overshoot by a state per action),
+    so a solution has fewer than `cap` + `num_actions` actions. Each is counted as wide as
+    the domain's widest action with ", " after it (json.dumps's default spacing, so a
+    journal a JSON tool rewrote still reads), plus 64 bytes for spacing around the keys.
+    With the default cap (at most `MAX_STATES`, 2M states) a TSP line may hold about 6 MB,
+    where a real one holds about 100 bytes; nothing longer can be an entry.
+    """
+    caps = [default_state_cap(domain, level.state) for level in levels] if max_states is None else [max_states]
+    cap = max(caps, default=1)
+    seal, last = "0" * 64, max(len(levels) - 1, 0)
+    solved = len(_line({"index": last, "actions": [], "checksum": seal}))
+    solved += (cap + domain.num_actions) * (len(str(domain.num_actions - 1)) + 2)
+    skipped = max(len(_line({"index": last, "skipped": reason, "checksum": seal}))
+                  for reason in (NO_SOLUTION, _cap_reached(cap)))  # fmt: skip
+    return max(solved, skipped, len(_line(dict(header)))) + 64
+
+
+def _check_header(journal: Path, content: bytes | None, header: Mapping[str, Any], bound: int) -> None:
+    """Refuse a journal whose first line is not `header`: damaged, another version's, or another build's.
+
+    A journal of format 1 (before checksums) is refused, not continued: its entries carry no
+    checksum, so an edit that replays (a made-up "no solution exists") cannot be told from
+    the builder's entries. The message says to delete it; its levels are then solved again.
+    """
+    if content is None:
+        raise ConfigError(f"{journal}:1: a damaged dataset journal (a line over {bound:,} bytes); delete it to start "
+                          "over")  # fmt: skip
+    try:
+        text = content.decode()
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{journal}: not a dataset journal (byte {error.start} is not UTF-8)") from None
+    try:
+        found = _parse_line(text)
+    except ValueError as error:
+        raise ConfigError(f"{journal}:1: a damaged dataset journal ({error}); delete it to start over") from None
+    if found == header:
+        return
+    written = found.get("format") if isinstance(found, dict) else None
+    if isinstance(written, str) and written.startswith(_JOURNAL_FAMILY) and written != JOURNAL_FORMAT:
+        raise ConfigError(f"{journal}: a dataset journal of another sgps version (format {written!r}; this "
+                          f"one reads {JOURNAL_FORMAT}, whose entries carry checksums); delete it to start "
+                          "over")  # fmt: skip
+    raise ConfigError(f"{journal}: the journal of a dataset of other levels or another --max-states; "
+                      "delete it to start over, or give the same levels and options")  # fmt: skip
+
+
+def _entry_of(content: bytes | None, bound: int) -> tuple[Any, str | None]:
+    """(the JSON value of an entry line, None), or (None, why the line is no entry at all)."""
+    if content is None:
+        return None, f"longer than any entry of this build (over {bound:,} bytes)"
+    try:
+        return _parse_line(content.decode()), None
+    except UnicodeDecodeError as error:
+        return None, f"not a journal entry (byte {error.start} is not UTF-8)"
+    except ValueError as error:
+        return None, f"not a journal entry ({error})"
+
+
+def _parse_line(text: str) -> Any:
+    """A journal line's JSON value, or a `ValueError` saying why it has none.
+
+    The builder writes one object holding at most one list (`_append`): a line with more
+    brackets is refused before it is parsed, so the parser's recursion never depends on
+    the input (100,000 nested ``[`` would raise `RecursionError`). A key given twice is
+    refused rather than resolved to its last value, as `json.loads` would.
+    """
+    if text.count("{") > 1 or text.count("[") > 1:
+        raise ValueError("nested deeper than an entry: one object holding at most one list")
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not JSON: {error.msg} at character {error.pos + 1}") from None
+    except RecursionError:  # cannot happen after the count above; no line may raise it all the same
+        raise ValueError("nested too deeply") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members as a dict, or a `ValueError` for a key given twice (`json.loads`'s hook)."""
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ValueError(f"the key {key!r} twice")
+        seen.add(key)
+    return dict(pairs)
+
+
+def _checksum(header: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
+    """The seal of a journal entry: SHA-256 of the build's identity and the entry's content.
+
+    The identity is the journal's header (its format, domain, levels' digest, count and
+    cap), so an entry copied from another build does not match; the content is the
+    entry's canonical JSON (keys sorted, no spaces) without its checksum, so the same
+    entry re-spaced or with its keys reordered still does, and any change of value does
+    not. Not a secret: it catches edits and damage, not forgeries (see `_read_journal`).
+    """
+    content = {key: value for key, value in entry.items() if key != "checksum"}
+    text = _canonical(header) + "\n" + _canonical(content)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _canonical(value: Any) -> str:
+    """`value` as JSON with its keys sorted and no spaces: one text for one value."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _line(value: Any) -> str:
+    """`value` as a journal line writes it (no spaces, keys in their order), without the newline."""
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _entry_fault(entry: Any, domain: Domain[Any], levels: Sequence[Level], max_states: int | None) -> str | None:
@@ -220,12 +408,13 @@ def _entry_fault(entry: Any, domain: Domain[Any], levels: Sequence[Level], max_s
     actions that replay from that level's start to a goal, or a reason to skip it that the
     builder gives for that level (`solve_level`: no solution, or its state cap reached).
     Nothing else is trusted, so an edited journal never makes a dataset that
-    `read_dataset` would refuse, and no level is dropped by a made-up skip.
+    `read_dataset` would refuse. An edit this cannot see (a made-up "no solution exists",
+    a solution with a detour) is caught by the entry's checksum (`_read_journal`).
     """
     index = entry.get("index") if isinstance(entry, dict) else None
     actions = entry.get("actions") if isinstance(entry, dict) else None
     if (not isinstance(entry, dict) or not _is_int(index) or not 0 <= index < len(levels)
-            or set(entry) - {"index", "actions", "skipped"} or not {"actions", "skipped"} & set(entry)
+            or set(entry) - {"index", "actions", "skipped", "checksum"} or not {"actions", "skipped"} & set(entry)
             or ("actions" in entry and not (isinstance(actions, list) and all(map(_is_int, actions))))):  # fmt: skip
         return "not a finished level"
     level = levels[index]
@@ -249,9 +438,11 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _append(handle: TextIO, entry: Mapping[str, Any]) -> None:
-    """One JSON line, on disk before the next level is recorded."""
-    handle.write(json.dumps(entry, separators=(",", ":")) + "\n")
+def _append(handle: TextIO, entry: Mapping[str, Any], *, seal: Mapping[str, Any] | None = None) -> None:
+    """One JSON line, on disk before the next level is recorded; with `seal` (the journal's header), the
+    entry's `_checksum` is added as its last key, so that `_read_journal` can tell an edit."""
+    line = dict(entry) if seal is None else {**entry, "checksum": _checksum(seal, entry)}
+    handle.write(_line(line) + "\n")
     handle.flush()
     os.fsync(handle.fileno())
 

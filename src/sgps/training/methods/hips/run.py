@@ -31,6 +31,7 @@ from sgps.models.hips import HipsConfig, HipsModel, cell_patterns
 from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.search.costs import Algorithm, make_algorithm
 from sgps.training.config import read_toml
+from sgps.training.memory import check_hips_memory
 from sgps.training.methods.hips.dataset import Trajectory, build_dataset, dataset_journal, read_dataset, write_dataset
 from sgps.training.methods.hips.learner import HipsLearner, HipsSettings
 from sgps.training.methods.hips.search import HipsHeuristic, HybridChildren
@@ -141,6 +142,7 @@ def train(
     if problems is not None:
         levels = read_levels(problems, domain)
         shape = levels.observation_shape()
+        _check_memory(settings, levels.domain, levels.levels[0].state, device)  # before the folder is made
         all_levels = list(levels.levels)
         if extra_problems is not None:
             extra = read_levels(extra_problems, levels.domain.name)
@@ -166,8 +168,10 @@ def train(
     trajectories = _not_at_goal(dataset.domain, dataset.trajectories, lambda trajectory: trajectory.states[0],
                                 dataset_path)  # fmt: skip
     dataset = dataclasses.replace(dataset, trajectories=tuple(trajectories))
-    torch_device = pick_device(device)
     example = dataset.trajectories[0].states[0]
+    if problems is None:  # levels to solve were checked before solving them
+        _check_memory(settings, dataset.domain, example, device)
+    torch_device = pick_device(device)
     torch.manual_seed(seed)
     observed = (dataset.domain.observe(list(trajectory.states)) for trajectory in dataset.trajectories)
     model = HipsModel(model_config(settings, dataset.domain.observation_shape(example), dataset.domain.num_actions,
@@ -196,6 +200,14 @@ def train(
         save_checkpoint(run_dir.checkpoints / "latest.safetensors", model, {SEARCH_KEY: ALGORITHM})
         run_dir.log(f"trained in {time.perf_counter() - started:.0f} s")
     return settings, len(dataset.trajectories)
+
+
+def _check_memory(settings: HipsSettings, domain: Domain[Any], example: Any, device: str) -> None:
+    """Refuse networks that cannot fit in memory before anything is written or solved
+    (`sgps.training.memory.check_hips_memory`: built on the meta device, nothing allocated)."""
+    shape = domain.observation_shape(example)
+    check_hips_memory(lambda: HipsModel(model_config(settings, shape, domain.num_actions)), settings, shape,
+                      pick_device(device).type)  # fmt: skip
 
 
 def _new_levels(domain: Domain[Any], known: Sequence[Level], extra: Sequence[Level]) -> list[Level]:
