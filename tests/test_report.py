@@ -21,6 +21,7 @@ from sgps.experiments.runstate import stop_reason
 from sgps.experiments.tomlfile import dumps
 from sgps.training.run import loop_state
 from sgps.training.rundir import RunDirectory
+from sgps.training.testing import TEST_COLUMNS
 
 from comparisons import smoke_comparison, smoke_document
 
@@ -268,13 +269,26 @@ def _other_problem(text: bytes) -> bytes:
 
 def _steps_not_a_number(text: bytes) -> bytes:
     lines = text.splitlines(keepends=True)
-    return b"".join([lines[0], lines[1].rsplit(b",", 1)[0] + b",x\n", *lines[2:]])
+    fields = lines[1].split(b",")
+    fields[TEST_COLUMNS.index("steps")] = b"x"
+    return b"".join([lines[0], b",".join(fields), *lines[2:]])
+
+
+def _other_level_set(text: bytes) -> bytes:
+    """Every row names another level set, as the record of `x/test.txt` would in a run tested on `y/test.txt`."""
+    lines = text.splitlines(keepends=True)
+    column = TEST_COLUMNS.index("levels")
+    rows = [line.rstrip(b"\n").split(b",") for line in lines[1:]]
+    for fields in rows:
+        fields[column] = b"0123456789abcdef"
+    return b"".join([lines[0], *(b",".join(fields) + b"\n" for fields in rows)])
 
 
 @pytest.mark.parametrize(
     ("damage", "reason"),
     [
         (lambda text: text + b"\xff\xfe", "not UTF-8 text"),
+        (_other_level_set, "its rows name another level set (0123456789abcdef"),
         (_cut, "it ends in round 1 after 2 of its 8 attempts"),
         (_duplicated, "it holds 2 rows after the last round's attempts"),
         (_other_problem, "round 1 does not try the unsolved problems in order with budget 500"),
