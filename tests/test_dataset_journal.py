@@ -266,3 +266,28 @@ def test_a_journal_of_the_format_before_checksums_is_refused_with_what_to_do(bui
     with pytest.raises(ConfigError, match=r"data\.npz\.journal: a dataset journal of another sgps version \(format "
                                           r"'sgps-hips-dataset-journal-1'.*delete it to start over"):  # fmt: skip
         build_dataset(build.domain, build.levels, journal=build.journal)
+
+
+def test_solver_processes_that_keep_stopping_are_one_error_naming_what_to_do(monkeypatch):
+    """After `POOL_RESTARTS` fresh pools broke too, the build stops with one `SgpsError`, not a traceback."""
+    from concurrent.futures.process import BrokenProcessPool
+    from types import SimpleNamespace
+
+    from sgps.errors import SgpsError
+    from sgps.training.methods.hips import dataset
+
+    starts = []
+
+    def broken(domain, levels, todo, max_states, workers):
+        starts.append(list(todo))
+        yield todo[0], {"skipped": dataset.NO_SOLUTION}
+        raise BrokenProcessPool("a process in the pool was terminated abruptly")
+
+    monkeypatch.setattr(dataset, "_solve_in_pool", broken)
+    tsp = get_domain("tsp")
+    levels = [SimpleNamespace(state=tsp.generate(seed)) for seed in range(5)]
+    solved = []
+    with pytest.raises(SgpsError, match=r"stopped unexpectedly .* 3 times, with 2 levels left to solve; run the same"):
+        for index, _ in dataset._solve_all(tsp, levels, range(5), None, 2):
+            solved.append(index)
+    assert starts == [[0, 1, 2, 3, 4], [1, 2, 3, 4], [2, 3, 4]] and solved == [0, 1, 2]

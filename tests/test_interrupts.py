@@ -430,3 +430,25 @@ def _descendants(pid: int) -> list[int]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         found += [int(child) for child in (task / "children").read_text().split()]
     return found + [grandchild for child in found for grandchild in _descendants(child)]
+
+
+def test_a_killed_solver_process_is_replaced_and_the_dataset_is_the_undamaged_one(tmp_path):
+    """A solver process of `sgps dataset` killed mid-build (by the user, another program or the kernel)
+    used to end the build in a `BrokenProcessPool` traceback: its unfinished levels now go to a fresh pool."""
+    from sgps.domains import read_levels
+    from sgps.training.methods.hips.dataset import build_dataset, write_dataset
+
+    domain = get_domain("boxworld")
+    problems = tmp_path / "b.txt"
+    write_levels(problems, domain, [domain.generate(seed) for seed in range(60)])
+    out = tmp_path / "d.npz"
+    process = subprocess.Popen([sys.executable, "-m", "sgps", "dataset", "boxworld", "--problems", str(problems),
+                                "--out", str(out), "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)  # fmt: skip
+    journal = tmp_path / "d.npz.journal"
+    wait_for(lambda: journal.exists() and journal.read_text().count("\n") >= 3 and len(children(process.pid)) == 2)
+    os.kill(children(process.pid)[0], signal.SIGKILL)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 0 and "Traceback" not in err, err
+    write_dataset(tmp_path / "whole.npz", build_dataset(domain, read_levels(problems).levels).dataset)
+    assert out.read_bytes() == (tmp_path / "whole.npz").read_bytes()

@@ -23,6 +23,7 @@ import os
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -153,14 +154,43 @@ def build_dataset(
     return BuildReport(Dataset(domain, tuple(trajectories)), tuple(skipped), tuple(dropped))
 
 
+#: How many times a build starts its solver processes anew after one of them stopped unexpectedly.
+POOL_RESTARTS = 2
+
+
 def _solve_all(
     domain: Domain[Any], levels: Sequence[Level], todo: Sequence[int], max_states: int | None, workers: int
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(index, outcome) of each level in `todo` as it is solved, in this process or in `workers` processes."""
+    """(index, outcome) of each level in `todo` as it is solved, in this process or in `workers` processes.
+
+    A solver process that stops unexpectedly (killed by the user or another program, or by
+    the kernel for memory) breaks the pool: the levels not yet solved go to a fresh pool, up to
+    `POOL_RESTARTS` times, so that a build does not depend on what happens to other processes;
+    then one `SgpsError` says what happened (the journal keeps what was finished).
+    """
     if workers <= 1 or len(todo) <= 1:
         for index in todo:
             yield index, solve_level(domain, levels[index].state, max_states)
         return
+    remaining = list(todo)
+    for _ in range(POOL_RESTARTS + 1):
+        finished: set[int] = set()
+        try:
+            for index, outcome in _solve_in_pool(domain, levels, remaining, max_states, workers):
+                finished.add(index)
+                yield index, outcome
+            return
+        except BrokenProcessPool:
+            remaining = [index for index in remaining if index not in finished]
+    raise SgpsError(f"a solver process stopped unexpectedly (killed, or out of memory) {POOL_RESTARTS + 1} times, "
+                    f"with {len(remaining)} levels left to solve; run the same command again to go on (the "
+                    "journal keeps the levels finished), or give fewer --workers")  # fmt: skip
+
+
+def _solve_in_pool(
+    domain: Domain[Any], levels: Sequence[Level], todo: Sequence[int], max_states: int | None, workers: int
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(index, outcome) of each level in `todo` as one of `workers` solver processes finishes it."""
     with ProcessPoolExecutor(min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(solve_level, domain, levels[index].state, max_states): index for index in todo}
         try:
