@@ -49,7 +49,7 @@ from sgps.domains import read_levels
 from sgps.models.subgoal import mix
 from sgps.training.methods.subgoal.view import decode_subgoals
 from sgps.training.run import Run
-from sgps.training.setup import build_subgoal_method
+from sgps.training.runner import trained_subgoal_model
 
 #: The agent's channel in the observations of the domains this measures (BoulderDash: code 0).
 AGENT_CHANNEL = 0
@@ -61,9 +61,7 @@ def measure(run: Path, problems: Path, count: int, weights: str) -> dict[str, fl
     """The means over `count` levels (and their K codes) of what the module docstring lists."""
     opened = Run.open(run)
     levels = read_levels(problems, opened.domain).levels[:count]
-    method = build_subgoal_method(opened.domain, levels[0].state, opened.config)
-    method.load_model(opened.checkpoint(weights))
-    model, settings = method.model, opened.config.subgoal
+    model, settings = trained_subgoal_model(opened, levels[0].state, weights), opened.config.subgoal
     peak, distance, spread, differ, mass = [], [], [], [], []
     low_differ, low_peak, mixed_peak, unconditional_peak = [], [], [], []
     for level in levels:

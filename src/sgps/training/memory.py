@@ -53,6 +53,7 @@ from torch import nn
 from sgps.errors import ConfigError
 from sgps.search.shared import evaluator_place
 from sgps.training.config import TrainConfig
+from sgps.training.methods.hips.learner import TRAJECTORIES_PER_UPDATE
 from sgps.training.setup import NETWORKS, SUBGOAL_COSTS
 
 #: Bytes of a float32: the weights, gradients and moments, and (counted so even under bf16
@@ -302,8 +303,6 @@ SIZE_SETTINGS = {
     "distance": ("hips.channels", "hips.blocks"),
 }
 HIPS_LOW = ("hips.channels", "hips.blocks")
-#: Trajectories of one REINFORCE update of HIPS-ε's detector (`hips.learner.TRAJECTORIES_PER_UPDATE`).
-HIPS_TRAJECTORIES = 16
 
 
 def size_settings(model: nn.Module, value: Callable[[str], Any], hips: bool = False) -> tuple[str, ...]:
@@ -471,7 +470,7 @@ def check_hips_memory(
     """
     model = on_meta(build)
     _, height, width = observation_shape
-    passes = hips_passes(model, settings.minibatch, settings.horizon, HIPS_TRAJECTORIES)
+    passes = hips_passes(model, settings.minibatch, settings.horizon, TRAJECTORIES_PER_UPDATE)
     sizes = size_settings(model, _config_value(settings), hips=True)
     estimate = model_estimate(model, passes, height, width, sizes, device=device, checkpoint=FLOAT_BYTES)
     check_fits(estimate, memory)

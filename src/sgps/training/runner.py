@@ -19,6 +19,7 @@ from sgps.domains.levels import read_levels, states_digest
 from sgps.errors import ConfigError
 from sgps.fileio import atomic_write_text
 from sgps.models.checkpoint import weights_digest
+from sgps.models.subgoal import SubgoalModel
 from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.search.engine import SearchResult
 from sgps.training.bootstrap import BatchSearcher, Bootstrap, LoopState
@@ -360,9 +361,16 @@ def subgoals(run: Path | Run, problems: Path, *, index: int = 0, checkpoint: str
     if not 0 <= index < len(levels):
         raise ConfigError(f"{problems} has {len(levels)} levels; --index {index} is out of range")
     state = levels.levels[index].state
-    method = build_subgoal_method(levels.domain, state, opened.config)
-    method.load_model(opened.checkpoint(checkpoint))
-    return decode_subgoals(levels.domain, method.model, state, last_code_counts(opened.directory))
+    model = trained_subgoal_model(opened, state, checkpoint)
+    return decode_subgoals(levels.domain, model, state, last_code_counts(opened.directory))
+
+
+def trained_subgoal_model(run: Run, example: Any, checkpoint: str = "best") -> SubgoalModel:
+    """The π^SG networks of the phs-sg / levin-sg `run`, sized for levels like `example`, with the
+    weights of `checkpoint` (best, latest or a weights file)."""
+    method = build_subgoal_method(run.domain, example, run.config)
+    method.load_model(run.checkpoint(checkpoint))
+    return method.model
 
 
 def last_code_counts(directory: RunDirectory) -> tuple[int, ...] | None:
