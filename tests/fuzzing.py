@@ -467,6 +467,7 @@ def damaged_journal_cases(space: Workspace) -> list[Case]:
         return main(["dataset", "tsp", "--problems", str(space.levels), "--out", str(folder / "fifo.npz")])
 
     cases.append(Case("damaged journals", "journal is a FIFO", fifo))
+    cases += test_journal_cases(space)
     for label, name in (("test record is a FIFO", "test-t.csv"), ("test journal is a FIFO", "test-t.csv.partial")):
         def test_call(name: str = name, label: str = label) -> int:
             from sgps.cli import main
@@ -478,6 +479,64 @@ def damaged_journal_cases(space: Workspace) -> list[Case]:
             return main(["test", str(copy), "--problems", str(space.levels), "--budget", "100"])
 
         cases.append(Case("damaged journals", label, test_call))
+    return cases
+
+
+def test_journal_cases(space: Workspace) -> list[Case]:
+    """A whole test journal (`sgps test`'s record of finished attempts) damaged field by field, then resumed.
+
+    Each field of its first row (the checksum included) is emptied or given junk or a huge
+    number; rows are duplicated, swapped and cut; the identity line is another test's. The
+    test may refuse or resume; the record it writes must be an undamaged test's, row for row
+    (the seconds aside).
+    """
+    import csv
+    from unittest import mock
+
+    from sgps.cli import main
+    from sgps.training.testing import AttemptJournal
+
+    template = space.root / SCRATCH / "test-journal-template"
+    argv = ["--problems", str(space.levels), "--budget", "100"]
+    record, journal = Path("metrics") / "test-t.csv", Path("metrics") / "test-t.csv.partial"
+    if not template.exists():  # a test whose journal is kept when it ends: every attempt journalled
+        template.parent.mkdir(parents=True, exist_ok=True)
+        os.system(f"cp -r '{space.run}' '{template}'")
+        with mock.patch.object(AttemptJournal, "remove", lambda self: None), _quiet():
+            assert main(["test", str(template), *argv]) == 0
+
+    def rows(path: Path) -> list[dict[str, str]]:
+        return [{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(path.open())]
+
+    lines = (template / journal).read_text().splitlines()
+    identity, header, body = lines[0], lines[1], lines[2:]
+    mutations: list[tuple[str, list[str]]] = []
+    first = body[0].split(",")
+    for column, name in enumerate(header.split(",")):
+        for value in ("", "x", "9" * 30):
+            changed = [*first[:column], value, *first[column + 1 :]]
+            mutations.append((f"test journal row 0 {name}={value[:6]!r}", [identity, header, ",".join(changed),
+                                                                           *body[1:]]))  # fmt: skip
+    text = "\n".join(lines)
+    mutations += [
+        ("test journal row twice", [*lines, body[0]]),
+        ("test journal rows swapped", [identity, header, *body[::-1]]),
+        ("test journal cut mid-row", text[: len(text) * 2 // 3].split("\n")),
+        ("test journal of another test", ["# " + "0" * 64, header, *body]),
+    ]
+    cases = []
+    for label, content in mutations:
+        def call(label: str = label, content: list[str] = content) -> int:
+            copy = space.root / SCRATCH / label.replace(" ", "-").replace("'", "")
+            os.system(f"rm -rf '{copy}' && cp -r '{template}' '{copy}'")
+            (copy / record).unlink()
+            (copy / journal).write_text("\n".join(content) + "\n")
+            status = main(["test", str(copy), *argv])
+            if status == 0 and rows(copy / record) != rows(template / record):
+                raise WrongResultError("the record differs from an undamaged test's")
+            return status
+
+        cases.append(Case("damaged journals", label, call, hostile=False))
     return cases
 
 
