@@ -30,7 +30,8 @@ the run's configuration says (docs/subgoals.md, "Mixture"): the same weights, an
 seen where its name says so (``...-updates-N.safetensors``; ``untrained``: 0). ``--plot
 OUT.png --from A.csv B.csv --runs a=RUN_A b=RUN_B`` draws the study's figure: the runs'
 outstanding training problems against expansions and against updates, and the csv files'
-diamonds and depths against updates.
+diamonds and depths against updates; ``--targets A.csv B.csv`` (rows of
+benchmarks/subgoal_targets.py) adds how much the codes' subgoals and π_low differ.
 """
 
 from __future__ import annotations
@@ -71,15 +72,32 @@ def updates_of(label: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def plot(rows_by_file: dict[str, list[dict[str, str]]], runs: dict[str, Path], out: Path) -> None:
+def plot(
+    rows_by_file: dict[str, list[dict[str, str]]],
+    runs: dict[str, Path],
+    out: Path,
+    targets: dict[str, list[dict[str, str]]] | None = None,
+) -> None:
     """Outstanding training problems against expansions and against updates (one line per run folder),
-    and the most diamonds and the deepest node reached against updates (one line per csv)."""
+    and the most diamonds and the deepest node reached against updates (one line per csv); with
+    `targets` (rows of benchmarks/subgoal_targets.py), how much the K codes' subgoals and π_low's
+    actions differ against updates (one pair of lines per csv)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, (by_expansions, by_updates, gems_axis, depth_axis) = plt.subplots(1, 4, figsize=(18, 3.8))
+    panels = 5 if targets else 4
+    figure, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.8))
+    by_expansions, by_updates, gems_axis, depth_axis = axes[:4]
+    for name, rows in (targets or {}).items():
+        points = sorted((int(row["updates"]), float(row["codes_differ"]), float(row["low_differ"]))
+                        for row in rows if row["updates"])  # fmt: skip
+        line = axes[4].plot([p[0] for p in points], [p[1] for p in points], marker="o", label=f"{name}: subgoals")
+        axes[4].plot([p[0] for p in points], [p[2] for p in points], marker="x", linestyle="--",
+                     color=line[0].get_color(), label=f"{name}: π_low")  # fmt: skip
+    if targets:
+        axes[4].set(xlabel="learning updates", ylabel="how much the K codes differ (TV)", ylim=(0, 1))
     for name, run in runs.items():
         with (run / "metrics" / "outstanding.csv").open() as handle:
             rows = [row for row in csv.DictReader(handle) if row["outstanding"]]
@@ -97,7 +115,7 @@ def plot(rows_by_file: dict[str, list[dict[str, str]]], runs: dict[str, Path], o
     by_updates.set(xlabel="learning updates", ylabel="outstanding training problems (%)", ylim=(0, 105))
     gems_axis.set(xlabel="learning updates", ylabel="most diamonds reached (mean over levels)", ylim=(0, 4))
     depth_axis.set(xlabel="learning updates", ylabel="deepest node reached (mean over levels)")
-    for axis in (by_expansions, by_updates, gems_axis, depth_axis):
+    for axis in axes:
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)
     figure.tight_layout()
@@ -135,10 +153,13 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, help="draw the --from csv files and --runs curves to this PNG, and stop")
     parser.add_argument("--from", dest="sources", nargs="+", type=Path, default=[], help="csv files to --plot")
     parser.add_argument("--runs", nargs="+", default=[], metavar="NAME=RUN", help="run folders to --plot")
+    parser.add_argument("--targets", nargs="+", type=Path, default=[],
+                        help="subgoal_targets.py csv files to --plot (a fifth panel)")  # fmt: skip
     args = parser.parse_args()
     if args.plot is not None:
         runs = {name: Path(path) for name, _, path in (spec.partition("=") for spec in args.runs)}
-        plot({source.stem: list(csv.DictReader(source.open())) for source in args.sources}, runs, args.plot)
+        targets = {source.stem: list(csv.DictReader(source.open())) for source in args.targets}
+        plot({source.stem: list(csv.DictReader(source.open())) for source in args.sources}, runs, args.plot, targets)
         return
     if args.run is None or args.problems is None:
         parser.error("RUN and --problems are needed (unless --plot)")

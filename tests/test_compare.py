@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from safetensors.torch import load_file
 
 from sgps.cli import main
 from sgps.errors import ConfigError
@@ -248,6 +250,46 @@ def test_adding_an_algorithm_grows_the_comparison_and_keeps_the_finished_runs(sm
     assert read_plan(out / "compare.toml").variants == ("phs", "phs-sg", "wastar")
     assert main(["report", str(out)]) == 0
     assert "WA\\*" in (out / "report.md").read_text()
+
+
+def test_raising_a_limit_carries_a_finished_comparison_on_to_the_run_started_with_it(tmp_path, capsys):
+    def config(name: str, max_expansions: int) -> Path:
+        document = smoke_document()
+        document["compare"].update(algorithms=["phs"], seeds=[0])
+        document["train"]["bootstrap"].update(max_iterations=2, max_expansions=max_expansions)
+        return write_config(tmp_path / f"{name}.toml", document)
+
+    carried, uninterrupted = tmp_path / "carried", tmp_path / "uninterrupted"
+    run = carried / "runs" / "phs-s0"
+    assert main(["compare", str(config("small", 2_000)), "--out", str(carried), *SMOKE_OPTIONS]) == 0
+    stopped = loop_state(run)
+    assert stopped["finished"] and stopped["stop_reason"] == "expansion limit"
+    assert stopped["iteration"] == 0 and stopped["cumulative_expansions"] >= 2_000
+    tested_before = rows_without_time(run, "test-test")
+    capsys.readouterr()
+
+    lowered = config("lowered", 1_000)
+    assert main(["compare", str(lowered), "--out", str(carried), *SMOKE_OPTIONS]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "phs-s0: bootstrap.max_expansions 2,000 -> 1,000, lower than in" in error
+    assert loop_state(run) == stopped
+
+    raised = config("raised", 10**9)
+    assert main(["compare", str(raised), "--out", str(carried), *SMOKE_OPTIONS]) == 0
+    assert "1 runs: 1 done (0 earlier)" in capsys.readouterr().out
+    assert "--max-expansions 1000000000" in (carried / "logs" / "phs-s0.log").read_text()
+    assert "limits raised: continuing" in (run / "log.txt").read_text()
+    assert loop_state(run)["iteration"] == 2
+    assert read_plan(carried / "compare.toml").runs[0].config.bootstrap.max_expansions == 10**9
+    assert rows_without_time(run, "test-test") != tested_before  # tested again, with the weights trained on
+
+    assert main(["compare", str(raised), "--out", str(uninterrupted), *SMOKE_OPTIONS]) == 0
+    other = uninterrupted / "runs" / "phs-s0"
+    for name in METRICS:
+        assert rows_without_time(run, name) == rows_without_time(other, name), name
+    weights = [load_file(folder / "checkpoints" / "latest.safetensors") for folder in (run, other)]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][name], weights[1][name]) for name in weights[0])  # bit for bit
 
 
 def test_hips_settings_count_as_added_only_when_no_earlier_run_read_them(tmp_path):

@@ -20,6 +20,7 @@ from sgps.domains import get_domain, write_levels
 from sgps.errors import ConfigError
 from sgps.outputs import FILE, FOLDER, Output, check_outputs
 from sgps.training.config import TRAIN_OPTIONS, option_flag
+from sgps.training.run import loop_state
 from sgps.training.schema import ALGORITHMS
 
 ALL_ALGORITHMS = (*ALGORITHMS, "hips-eps")
@@ -233,7 +234,7 @@ def test_a_fifo_as_the_dataset_journal_is_refused_not_waited_on(tmp_path, levels
 #: A value of each option that the parser and the settings accept.
 OPTION_VALUES = {
     "algorithm": None, "device": "cpu", "workers": "1", "evaluator": "auto", "tensorboard": "tb", "seed": "3",
-    "max_iterations": "2", "time_limit": "1", "levin_plus_one": None, "duplicates": "eager",
+    "max_iterations": "2", "time_limit": "1", "max_expansions": "1000", "levin_plus_one": None, "duplicates": "eager",
     "evaluation_batch": "1", "precision": "float32", "learning_precision": "float32", "loss": "levin",
     "failed_trees": None, "codebook_size": "3",
     "cluster_level": "1", "conditioning": "code-vector", "codebook": "restart", "mixture": "geometric",
@@ -275,13 +276,20 @@ def test_show_refuses_cell_without_png(levels, capsys):
 # -- resuming a finished run ---------------------------------------------------------------------
 
 
-def test_resuming_a_finished_run_says_that_it_trained_nothing_and_how_to_go_on(tmp_path, capsys):
+def finished_tsp_run(tmp_path: Path, *limit: str) -> tuple[Path, list[str]]:
+    """A tiny run on 20 small TSP levels, trained until `limit` (e.g. ``--max-iterations 1``) stopped it;
+    the run folder and the `sgps train` arguments that resume it (add ``--resume``)."""
     domain = get_domain("tsp")
     problems = tmp_path / "hard.txt"
     write_levels(problems, domain, [domain.generate(seed, size=8, cities=4) for seed in range(20)])
     run = tmp_path / "run"
     train = ["train", "--problems", str(problems), "--out", str(run), "--quiet"]
-    assert main([*train, "--preset", "tiny", "--device", "cpu", "--max-iterations", "1"]) == 0
+    assert main([*train, "--preset", "tiny", "--device", "cpu", *limit]) == 0
+    return run, train
+
+
+def test_resuming_a_finished_run_says_that_it_trained_nothing_and_how_to_go_on(tmp_path, capsys):
+    run, train = finished_tsp_run(tmp_path, "--max-iterations", "1")
     capsys.readouterr()
     rows = (run / "metrics" / "train.csv").read_text()
     expected = f"{run}: nothing trained: it stopped at its iteration limit; to train on, give --max-iterations above 1"
@@ -292,6 +300,19 @@ def test_resuming_a_finished_run_says_that_it_trained_nothing_and_how_to_go_on(t
         warnings.simplefilter("error")
         assert main([*train, "--resume", "--max-iterations", "2"]) == 0
     assert (run / "metrics" / "train.csv").read_text() != rows
+
+
+def test_a_run_stopped_at_its_expansion_limit_trains_on_when_the_limit_is_raised(tmp_path, capsys):
+    run, train = finished_tsp_run(tmp_path, "--max-expansions", "300")
+    capsys.readouterr()
+    spent = loop_state(run)["cumulative_expansions"]
+    assert loop_state(run)["stop_reason"] == "expansion limit" and spent >= 300
+    expected = f"{run}: nothing trained: it stopped at its expansion limit; to train on, give --max-expansions above "
+    with pytest.warns(UserWarning, match=re.escape(f"{expected}{spent}")):
+        assert main([*train, "--resume", "--max-expansions", str(spent)]) == 0
+    assert main([*train, "--resume", "--max-expansions", str(spent + 1)]) == 0
+    assert loop_state(run)["cumulative_expansions"] > spent
+    assert "max_expansions = " + str(spent + 1) in (run / "config.toml").read_text()
 
 
 @pytest.mark.parametrize("target", ["config.toml", "checkpoints/best.safetensors", "link"])

@@ -221,6 +221,10 @@ def _add_train_command(commands: Any) -> None:
     train_cmd.add_argument("--max-iterations", type=_int, help="passes over the training problems")
     train_cmd.add_argument("--time-limit", type=_float, metavar="MIN", help="wall-clock limit in minutes")
     train_cmd.add_argument(
+        "--max-expansions", type=_int, metavar="N",
+        help="training budget: stop once the run's expansions reach N (0: no limit); raise it on --resume to go on",
+    )  # fmt: skip
+    train_cmd.add_argument(
         "--levin-plus-one", action="store_true", default=None, help="LevinTS orders by (d+1)/π (the paper) not g/π"
     )
     train_cmd.add_argument(

@@ -3,7 +3,8 @@
 The comparison folder::
 
     DIR/compare.toml            the resolved config (a changed config on the same DIR is refused,
-                                except for added algorithms, variants and seeds: new runs)
+                                except for added algorithms, variants and seeds: new runs;
+                                and raised limits: the runs train on)
     DIR/problems/               the problem sets (problems.py)
     DIR/configs/NAME-sSEED.toml the training config of each run
     DIR/runs/NAME-sSEED/        each run's ordinary run directory (`sgps test`, `sgps subgoals` work on it)
@@ -11,13 +12,17 @@ The comparison folder::
 
 Running it again on the same folder skips finished runs and resumes interrupted ones. A
 config that only adds algorithms, variants or seeds grows the comparison: the new runs train
-on the same problems and the finished ones are kept as they are.
+on the same problems and the finished ones are kept as they are. A config that raises the
+training limits (`bootstrap.max_expansions`, `max_iterations`, `time_limit_minutes`) carries
+the comparison further: every run a limit stopped trains on from its last checkpoint to the
+new limits, as if it had been started with them, and is tested again; lowering one is refused.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,6 +54,7 @@ from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
 from sgps.experiments.tomlfile import dumps
 from sgps.fileio import atomic_write_text, open_regular
 from sgps.outputs import FOLDER, Output, check_outputs
+from sgps.training.bootstrap import LIMIT_SETTINGS
 from sgps.training.config import applicable_settings
 from sgps.training.methods.hips import run as hips
 from sgps.training.placement import usable_cores
@@ -173,13 +179,41 @@ def _refuse_changes(config: Path, out: Path, plan: ComparePlan) -> None:
     stored = out / "compare.toml"
     if not stored.exists():
         return
-    started = read_plan(stored, check_files=False).resolved  # a damaged file is a ConfigError naming it
-    keys = [key for key in changed_keys(started, plan.resolved) if not _adds_runs(key, started, plan.resolved)]
+    earlier = read_plan(stored, check_files=False)  # a damaged file is a ConfigError naming it
+    started = earlier.resolved
+    keys = [key for key in changed_keys(started, plan.resolved)
+            if not _adds_runs(key, started, plan.resolved) and not _is_limit(key)]  # fmt: skip
     if keys:
         named = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
         raise ConfigError(f"{config}: {named}: differ from {stored}, which the runs in {out} started with; "
-                          "restore them (algorithms, variants and seeds may only be added) "
+                          "restore them (algorithms, variants and seeds may only be added, limits only raised) "
                           "or choose another --out")  # fmt: skip
+    lowered = _lowered_limits(earlier, plan)
+    if lowered:
+        raise ConfigError(f"{config}: {lowered[0]}, lower than in {stored}: a comparison's limits may only be "
+                          "raised (its runs may have trained past a lowered one, and its methods are compared at "
+                          "equal expansions); restore it or choose another --out")  # fmt: skip
+
+
+def _is_limit(key: str) -> bool:
+    """Whether the changed `key` is a training limit (`LIMIT_SETTINGS`), of every run or of a variant's."""
+    parts = key.split(".")
+    shape = {3: ["train", "bootstrap"], 4: ["variants", parts[1], "bootstrap"]}.get(len(parts))
+    return parts[:-1] == shape and parts[-1] in LIMIT_SETTINGS
+
+
+def _lowered_limits(earlier: ComparePlan, plan: ComparePlan) -> list[str]:
+    """`RUN: bootstrap.KEY OLD -> NEW` for every limit of a run of both plans that `plan` lowers (0: no limit)."""
+    before = {run.name: run.config.bootstrap for run in earlier.runs if run.config is not None}
+    lowered = []
+    for run in plan.runs:
+        if run.config is None or run.name not in before:
+            continue
+        for key in LIMIT_SETTINGS:
+            old, new = getattr(before[run.name], key), getattr(run.config.bootstrap, key)
+            if (new or math.inf) < (old or math.inf):
+                lowered.append(f"{run.name}: bootstrap.{key} {old:,} -> {new:,}")
+    return lowered
 
 
 #: The lists a comparison may grow: each added entry is a new run on the same problems.

@@ -10,7 +10,8 @@ process (``--workers 1``), so the comparison never asks for more threads than co
 (`concurrency.plan_concurrency`); a run's tests spread its threads over as many search
 processes of one thread (``sgps test --workers``), which leaves the records unchanged.
 
-A run steps through: train (fresh, or ``--resume`` after an interruption), then the
+A run steps through: train (fresh, or ``--resume`` after an interruption or when the
+comparison's limits were raised above the one that stopped it), then the
 test sets whose CSV is missing or was made with other weights than the run's now (the run
 was trained further since: `runstate.made_with_other_weights`). A run that is finished is
 skipped. Interrupting the
@@ -36,7 +37,13 @@ from sgps.experiments.launchers import Launched, Launcher, LocalLauncher
 from sgps.experiments.plan import ComparePlan, RunSpec, TestSet
 from sgps.experiments.problems import ProblemFiles
 from sgps.experiments.progress import ProgressDisplay
-from sgps.experiments.runstate import journalled_attempts, made_with_other_weights, test_csv, training_progress
+from sgps.experiments.runstate import (
+    journalled_attempts,
+    limits_raised,
+    made_with_other_weights,
+    test_csv,
+    training_progress,
+)
 from sgps.fileio import open_regular
 from sgps.search.shared import evaluator_place
 from sgps.training.run import Run, loop_state, training_finished
@@ -122,10 +129,12 @@ class Scheduler:
 
     def _next_step(self, job: Job) -> tuple[str, list[str]] | None:
         """The job's next command (and its status), or None when nothing is left to do now."""
-        if not training_finished(job.path, offline=job.run.config is None):
+        config = job.run.config
+        raised = config is not None and limits_raised(job.path, config.bootstrap)
+        if raised or not training_finished(job.path, offline=config is None):
             if job.trained:
                 return None
-            if job.run.config is None:
+            if config is None:
                 return "training", self._offline_train_command(job)
             return "training", self._train_command(job, resume=loop_state(job.path) is not None)
         for test in self.plan.tests:
@@ -175,8 +184,12 @@ class Scheduler:
                    "--threads", str(self.concurrency.threads), "--quiet"]  # fmt: skip
         if self.files.validation is not None:
             command += ["--validation", str(self.files.validation)]
-        if resume:
-            command.append("--resume")
+        if resume:  # with the comparison's limits, which may have been raised since the run stopped at one
+            assert job.run.config is not None
+            limits = job.run.config.bootstrap
+            command += ["--resume", "--max-iterations", str(limits.max_iterations),
+                        "--time-limit", repr(float(limits.time_limit_minutes)),
+                        "--max-expansions", str(limits.max_expansions)]  # fmt: skip
         else:  # no checkpoint yet: whatever an earlier start left behind holds nothing to keep
             command += ["--config", str(job.config), "--preset", self.plan.resolved["compare"]["preset"],
                         "--workers", str(self.concurrency.workers), "--overwrite"]  # fmt: skip

@@ -3,7 +3,8 @@
 A run is *finished* when the loop state of its trainer checkpoint says so and the test
 CSV of every test set exists, made with the weights `sgps test` tests now
 (`made_with_other_weights`); a run with a checkpoint that is not finished was
-interrupted and resumes with ``sgps train --resume``. Progress comes from the last
+interrupted and resumes with ``sgps train --resume``, and so does a run that a limit
+stopped once its comparison raises that limit (`limits_raised`). Progress comes from the last
 rows of the metrics CSVs, read from the end of the files so that it stays cheap for
 runs of many passes.
 """
@@ -19,7 +20,8 @@ from typing import Any
 from sgps.errors import CheckpointError
 from sgps.fileio import open_regular, read_regular_text
 from sgps.models.checkpoint import weights_digest
-from sgps.training.run import checkpoint_path
+from sgps.training.bootstrap import LIMIT_STOPS, BootstrapConfig, limit_reached
+from sgps.training.run import checkpoint_path, loop_state
 from sgps.training.testing import journal_path
 
 _TAIL_BYTES = 8192
@@ -61,6 +63,17 @@ def stop_reason(run: Path, state: dict[str, Any]) -> str:
             if text in line:
                 return reason
     return ""
+
+
+def limits_raised(run: Path, config: BootstrapConfig) -> bool:
+    """Whether the run in folder `run` stopped at a limit (iterations, wall clock, expansions) that
+    `config`'s limits no longer reach: its comparison's limits were raised since, so it trains on."""
+    state = loop_state(run)
+    if state is None or not state.get("finished") or stop_reason(run, state) not in LIMIT_STOPS:
+        return False
+    spent = {"iteration": int(state["iteration"]), "expansions": int(state["cumulative_expansions"]),
+             "seconds": float(state["seconds"])}  # fmt: skip
+    return limit_reached(config, **spent) is None
 
 
 def test_csv(run: Path, test: str) -> Path:

@@ -213,6 +213,24 @@ GUARD_STOPS = ("iteration limit", "wall-clock limit")
 LIMIT_STOPS = ("expansion limit", *GUARD_STOPS)
 
 
+#: The settings that end a run by a limit (`LIMIT_STOPS`), each with the stop it causes; 0 means no limit.
+LIMIT_SETTINGS = {"max_iterations": "iteration limit", "time_limit_minutes": "wall-clock limit",
+                  "max_expansions": "expansion limit"}  # fmt: skip
+
+
+def limit_reached(config: BootstrapConfig, *, iteration: int, expansions: int, seconds: float) -> str | None:
+    """Which of `config`'s limits a run stops at after `iteration` passes, `expansions` expansions and
+    `seconds` of training (None: none; checked in this order). A run a limit stopped trains on once the
+    limit is raised above this (`Bootstrap.run`; `sgps compare` with raised limits)."""
+    if config.max_iterations and iteration >= config.max_iterations:
+        return "iteration limit"
+    if config.time_limit_minutes and seconds >= 60 * config.time_limit_minutes:
+        return "wall-clock limit"
+    if config.max_expansions and expansions >= config.max_expansions:
+        return "expansion limit"
+    return None
+
+
 def is_better_validation(solved: int, total_length: int, best_solved: int, best_length: int) -> bool:
     """The model-selection rule (spec 6.8): more problems solved, then a shorter total solution length."""
     return solved > best_solved or (solved == best_solved and total_length < best_length)
@@ -331,20 +349,15 @@ class Bootstrap:
             "iteration limit": f"give --max-iterations above {state.iteration}",
             "wall-clock limit": f"give --time-limit above {state.seconds / 60:.2f} (minutes: the limit counts all "
                                 "of the run's training time, not this session's)",
-            "expansion limit": f"raise bootstrap.max_expansions above {state.cumulative_expansions:,}",
+            "expansion limit": f"give --max-expansions above {state.cumulative_expansions}",
         }  # fmt: skip
         return None if reason is None else f"it stopped at its {reason}; to train on, {how[reason]}"
 
     def _limit_reached(self, started: float) -> str | None:
-        """Which limit stops the run now, if any (iterations, wall-clock time, expansions)."""
-        config = self.config
-        if self._iterations_spent():
-            return "iteration limit"
-        if config.time_limit_minutes and time.perf_counter() - started >= 60 * config.time_limit_minutes:
-            return "wall-clock limit"
-        if config.max_expansions and self.state.cumulative_expansions >= config.max_expansions:
-            return "expansion limit"
-        return None
+        """Which limit stops the run now, if any (`limit_reached`)."""
+        state = self.state
+        return limit_reached(self.config, iteration=state.iteration, expansions=state.cumulative_expansions,
+                             seconds=time.perf_counter() - started)  # fmt: skip
 
     def _iterations_spent(self) -> bool:
         """Whether the run has made its `max_iterations` passes (0: no limit)."""

@@ -164,6 +164,7 @@ TRAIN_OPTIONS: dict[str, TrainOption] = {
     "seed": TrainOption("bootstrap", "seed", _ALL),
     "max_iterations": TrainOption("bootstrap", "max_iterations"),
     "time_limit": TrainOption("bootstrap", "time_limit_minutes"),
+    "max_expansions": TrainOption("bootstrap", "max_expansions"),
     "levin_plus_one": TrainOption("search", "levin_plus_one", _LEVIN),
     "duplicates": TrainOption("search", "duplicates"),
     "evaluation_batch": TrainOption("search", "evaluation_batch"),

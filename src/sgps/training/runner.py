@@ -22,7 +22,7 @@ from sgps.models.checkpoint import weights_digest
 from sgps.models.subgoal import SubgoalModel
 from sgps.outputs import FOLDER, Output, check_outputs
 from sgps.search.engine import SearchResult
-from sgps.training.bootstrap import BatchSearcher, Bootstrap, LoopState
+from sgps.training.bootstrap import LIMIT_SETTINGS, BatchSearcher, Bootstrap, LoopState
 from sgps.training.config import TrainConfig, check_options_apply, given_options, option_flag, resolve_config
 from sgps.training.memory import check_training_memory
 from sgps.training.methods.plugin import RunSearch
@@ -203,7 +203,7 @@ def _follow_in_tensorboard(bootstrap: Bootstrap, config: TrainConfig, resume: bo
 
 #: The settings a resumed run may change (its limits and where it runs); everything else is the run's.
 RESUME_OVERRIDES = (
-    ("bootstrap", "max_iterations"), ("bootstrap", "time_limit_minutes"), ("bootstrap", "max_expansions"),
+    *(("bootstrap", key) for key in LIMIT_SETTINGS),
     ("run", "workers"), ("run", "evaluator"), ("run", "device"), ("run", "tensorboard"),
 )  # fmt: skip
 
