@@ -64,6 +64,16 @@ def weights_file(run: Path, name: str) -> Path | None:
     return Path(name)
 
 
+def method_with_weights(run: Path, label: str, domain: Any, level: Any, config: Any) -> Any:
+    """The run's π^SG or flat method built from `config` for `domain` (shaped on `level`), with the
+    weights `label` names (`weights_file`) loaded."""
+    method = build_method(domain, level, config)
+    weights = weights_file(run, label)
+    if weights is not None:
+        method.load_model(weights)
+    return method
+
+
 def updates_of(label: str) -> int | None:
     """The learning updates behind the weights `label` names: 0 untrained, N for ``...-updates-N...``."""
     if label == UNTRAINED:
@@ -112,7 +122,8 @@ def plot(
         depth_axis.plot([p[0] for p in points], [p[2] for p in points], marker="o", label=name)
     by_expansions.set(xlabel="training expansions (millions)", ylabel="outstanding training problems (%)",
                       ylim=(0, 105))  # fmt: skip
-    by_updates.set(xlabel="learning updates", ylabel="outstanding training problems (%)", ylim=(0, 105))
+    by_updates.set(xlabel="training batches (π^SG: a learning update each)", ylabel="outstanding training problems (%)",
+                   ylim=(0, 105))  # fmt: skip
     gems_axis.set(xlabel="learning updates", ylabel="most diamonds reached (mean over levels)", ylim=(0, 4))
     depth_axis.set(xlabel="learning updates", ylabel="deepest node reached (mean over levels)")
     for axis in axes:
@@ -173,10 +184,7 @@ def main() -> None:
     domain = read_levels(args.problems, config.run.domain).domain
     rows = []
     for label in args.weights:
-        method = build_method(domain, levels[0], config)
-        weights = weights_file(args.run, label)
-        if weights is not None:
-            method.load_model(weights)
+        method = method_with_weights(args.run, label, domain, levels[0], config)
         evaluator = method.evaluator() if args.evaluator == "train" else method.test_evaluator()
         start = time.perf_counter()
         results = search_lockstep(domain, levels, method.algorithm, evaluator, budget=args.budget,
@@ -193,10 +201,15 @@ def main() -> None:
                      "budget": args.budget, "solved": found["solved"], "gems": f"{found['gems']:.3f}",
                      "histogram": histogram, "depth": f"{found['depth']:.1f}", "exit": found["exit"]})  # fmt: skip
     if args.csv is not None:
-        with args.csv.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        write_rows(args.csv, rows)
+
+
+def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Write `rows` (dictionaries with the same keys, in order) to the CSV file `path`, with a header."""
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 if __name__ == "__main__":
