@@ -295,7 +295,8 @@ def api_cases(space: Workspace) -> list[Case]:
         "problems": 5, "out": 5, "domain": 5, "algorithm": 5, "validation": 5, "config": 5, "preset": 5,
         "seed": "3", "device": "gpu", "workers": "2", "evaluator": 5, "evaluation_batch": 1.5, "precision": 5,
         "learning_precision": 16,
-        "max_iterations": "2", "time_limit": "1", "failed_trees": "no", "codebook_size": 2.5, "cluster_level": "1",
+        "max_iterations": "2", "time_limit": "1", "max_expansions": "1000", "failed_trees": "no",
+        "codebook_size": 2.5, "cluster_level": "1",
         "conditioning": 5, "codebook": 5, "mixture": 5, "levin_plus_one": "yes", "duplicates": 5, "loss": 5,
         "tensorboard": 5, "threads": "2", "max_batches": 0,
     }  # fmt: skip

@@ -269,9 +269,11 @@ def test_raising_a_limit_carries_a_finished_comparison_on_to_the_run_started_wit
     capsys.readouterr()
 
     lowered = config("lowered", 1_000)
+    kept = {path: path.read_bytes() for path in carried.rglob("*") if path.is_file() and path.name != ".lock"}
     assert main(["compare", str(lowered), "--out", str(carried), *SMOKE_OPTIONS]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "phs-s0: bootstrap.max_expansions 2,000 -> 1,000, lower than in" in error
+    assert {path: path.read_bytes() for path in kept} == kept  # the refusal wrote nothing
     assert loop_state(run) == stopped
 
     raised = config("raised", 10**9)

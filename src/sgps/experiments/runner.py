@@ -130,8 +130,8 @@ class Scheduler:
     def _next_step(self, job: Job) -> tuple[str, list[str]] | None:
         """The job's next command (and its status), or None when nothing is left to do now."""
         config = job.run.config
-        raised = config is not None and limits_raised(job.path, config.bootstrap)
-        if raised or not training_finished(job.path, offline=config is None):
+        finished = training_finished(job.path, offline=config is None)
+        if not finished or (config is not None and limits_raised(job.path, config.bootstrap)):
             if job.trained:
                 return None
             if config is None:

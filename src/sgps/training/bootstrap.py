@@ -213,16 +213,20 @@ GUARD_STOPS = ("iteration limit", "wall-clock limit")
 LIMIT_STOPS = ("expansion limit", *GUARD_STOPS)
 
 
-#: The settings that end a run by a limit (`LIMIT_STOPS`), each with the stop it causes; 0 means no limit.
-LIMIT_SETTINGS = {"max_iterations": "iteration limit", "time_limit_minutes": "wall-clock limit",
-                  "max_expansions": "expansion limit"}  # fmt: skip
+#: The `BootstrapConfig` settings that end a run by a limit (`LIMIT_STOPS`); 0 means no limit.
+LIMIT_SETTINGS = ("max_iterations", "time_limit_minutes", "max_expansions")
+
+
+def iterations_spent(config: BootstrapConfig, iteration: int) -> bool:
+    """Whether a run has made its `max_iterations` passes after `iteration` of them (0: no limit)."""
+    return bool(config.max_iterations) and iteration >= config.max_iterations
 
 
 def limit_reached(config: BootstrapConfig, *, iteration: int, expansions: int, seconds: float) -> str | None:
     """Which of `config`'s limits a run stops at after `iteration` passes, `expansions` expansions and
     `seconds` of training (None: none; checked in this order). A run a limit stopped trains on once the
     limit is raised above this (`Bootstrap.run`; `sgps compare` with raised limits)."""
-    if config.max_iterations and iteration >= config.max_iterations:
+    if iterations_spent(config, iteration):
         return "iteration limit"
     if config.time_limit_minutes and seconds >= 60 * config.time_limit_minutes:
         return "wall-clock limit"
@@ -359,10 +363,6 @@ class Bootstrap:
         return limit_reached(self.config, iteration=state.iteration, expansions=state.cumulative_expansions,
                              seconds=time.perf_counter() - started)  # fmt: skip
 
-    def _iterations_spent(self) -> bool:
-        """Whether the run has made its `max_iterations` passes (0: no limit)."""
-        return bool(self.config.max_iterations) and self.state.iteration >= self.config.max_iterations
-
     def _finish(self, reason: str) -> None:
         """End the run, recording why (`STOP_REASONS`); a limit's stop resumes when the limit is raised."""
         self.state.finished, self.state.stop_reason = True, reason
@@ -438,7 +438,7 @@ class Bootstrap:
                 cap = config.max_budget or None
                 state.train_budget = min(budgets.train, cap) if cap else budgets.train
                 state.validation_budget = min(budgets.validation, cap) if cap else budgets.validation
-            if self._iterations_spent():  # the next pass is ready; a raised limit resumes it
+            if iterations_spent(config, state.iteration):  # the next pass is ready; a raised limit resumes it
                 self.run_dir.log("stopping: iteration limit reached")
                 self._finish("iteration limit")
         state.previous_successes = state.pass_successes
