@@ -32,6 +32,7 @@ means the labels hold little beyond the policy that made them. Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,33 @@ from sgps.training.methods.subgoal.samples import SubgoalSamples, collect_sample
 
 #: The seed of the pair draws (the same pairs for every weights file searched alike).
 DRAW_SEED = 0
+
+
+def run_and_levels(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
+    """The configuration of run `args.run`, and the domain and first `args.count` levels of
+    `args.problems`; one torch thread (the measurements share the machine with training runs)."""
+    torch.set_num_threads(1)
+    config = load_run_config(args.run / "config.toml")
+    levels = read_levels(args.problems, config.run.domain)
+    return config, levels.domain, levels.states()[: args.count]
+
+
+def failed_tree_samples(
+    run: Path, label: str, domain: Any, states: list[Any], config: Any, budget: int, pairs_per_tree: int | None = None
+) -> tuple[Any, SubgoalSamples | None]:
+    """The run's method with weights `label`, and the pairs its learner would draw from searching
+    `states` at `budget` as a training batch does (its evaluator and evaluation batch, ε, a fixed seed;
+    `pairs_per_tree` pairs from each failed tree if given, else the run's number)."""
+    method = method_with_weights(run, label, domain, states[0], config)
+    sampling = method.settings.sampling()
+    if pairs_per_tree is not None:
+        sampling = dataclasses.replace(sampling, pairs_per_tree=pairs_per_tree)
+    results = search_lockstep(domain, states, method.algorithm, method.evaluator(), budget=budget,
+                              epsilon=config.bootstrap.epsilon, batch_size=config.search.evaluation_batch or 1,
+                              record_graph=True)  # fmt: skip
+    samples = collect_samples(domain, results, sampling, method.lengths.statistics(),
+                              np.random.default_rng(DRAW_SEED))  # fmt: skip
+    return method, samples
 
 
 @torch.no_grad()
@@ -84,21 +112,13 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=4000)
     parser.add_argument("--csv", type=Path, help="also write the rows here")
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    config = load_run_config(args.run / "config.toml")
-    levels = read_levels(args.problems, config.run.domain)
-    domain, states = levels.domain, levels.states()[: args.count]
+    config, domain, states = run_and_levels(args)
     print(f"{args.problems}: first {len(states)} levels, budget {args.budget}, training evaluator")
     print(f"{'weights':44s} {'pairs':>5s} {'rows':>5s} {'length':>6s} {'search_first':>12s} {'own_code':>8s} "
           f"{'other_code':>10s} {'code_changes':>12s}")  # fmt: skip
     rows = []
     for label in args.weights:
-        method = method_with_weights(args.run, label, domain, states[0], config)
-        results = search_lockstep(domain, states, method.algorithm, method.evaluator(), budget=args.budget,
-                                  epsilon=config.bootstrap.epsilon, batch_size=config.search.evaluation_batch or 1,
-                                  record_graph=True)  # fmt: skip
-        samples = collect_samples(domain, results, method.settings.sampling(), method.lengths.statistics(),
-                                  np.random.default_rng(DRAW_SEED))  # fmt: skip
+        method, samples = failed_tree_samples(args.run, label, domain, states, config, args.budget)
         if samples is None or not len(samples.failed_low):
             print(f"{Path(label).name[-44:]:44s} no failed-tree pairs")
             continue

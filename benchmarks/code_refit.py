@@ -1,0 +1,213 @@
+"""Do π_low's failed-tree labels hold anything its code explains? π_low refitted on them, several ways.
+
+benchmarks/pair_labels.py shows that most of π_low's failed-tree labels are the searching
+policy's own first choices, and that π_low, trained on them, reads its code little. That
+leaves three explanations: the labels say nothing about where the pair ends beyond what
+the policy already does; or they do, in the rows where the path departs from the policy's
+first choice, and the copying majority drowns it; or the destination decides those rows
+but the VQ-VAE's K codes keep too little of it. This script tells them apart on one
+weights file of a π^SG run. It draws the failed-tree pairs of `--count` levels as the
+learner does (`pair_labels.failed_tree_samples`, optionally more pairs per tree), splits
+them by level into a fitting and a held-out half, and fits π_low with Adam and
+cross-entropy for `--epochs` epochs:
+
+- ``as-is``: the weights' π_low, not refitted;
+- ``refit-all`` / ``refit-departing``: the weights' π_low refitted on every fitting row
+  (what the learner does, the control) / on the fitting rows whose action is not the
+  searching policy's first choice, the codes from the weights' VQ-VAE;
+- ``fresh-none`` / ``fresh-code`` / ``fresh-decoded`` / ``fresh-target``: a new π_low (the
+  run's sizes, initialised from `SPLIT_SEED`) fitted on every fitting row, given no
+  destination (a zero code vector), the pair's code vector (spec 3.3), the subgoal the
+  weights' VQ-VAE decodes from that code (spec 3.4, ``--conditioning decoded-state``), or
+  the pair's subgoal state itself (the network of spec 3.4 with the exact subgoal as its
+  input: what any conditioning can at best convey).
+
+On the held-out rows (all of them, and the departing ones) it prints each variant's
+accuracy (``own``) and, where the variant reads a code, its mean accuracy with each other
+code (``other``) and the share of (row, other code) whose first choice the code changes
+(``changes``). On the departing rows, ``fresh-target`` far above ``fresh-none`` means the
+destination decides them; ``fresh-code`` and ``fresh-decoded`` near ``fresh-none`` then
+mean the codes lose it, however π_low is conditioned on them.
+Usage::
+
+    python benchmarks/code_refit.py RUN --weights latest --problems train.txt --count 96
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional
+
+from pair_labels import failed_tree_samples, run_and_levels
+from search_progress import updates_of, write_rows
+from sgps.models.subgoal import CodeConditioned, StateConditioned
+
+#: The seed of the level split, the fresh networks and the refits' minibatch order.
+SPLIT_SEED = 0
+
+#: A π_low under test: its logits [R, |A|] for rows, each row given the code `codes` names.
+Policy = Callable[["FailedRows", torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class FailedRows:
+    """π_low's failed-tree rows as tensors: states, subgoals and codes in, actions out, and what splits them."""
+
+    states: torch.Tensor  # float [R, C, H, W]
+    targets: torch.Tensor  # float [R, C, H, W]: the pair's subgoal state
+    codes: torch.Tensor  # long [R]: the VQ-VAE code of the row's (state, subgoal)
+    actions: torch.Tensor  # long [R]: the path's action
+    departing: torch.Tensor  # bool [R]: the action is not the searching policy's first choice
+    held_out: torch.Tensor  # bool [R]: the row's level is in the held-out half
+
+    def select(self, mask: torch.Tensor) -> FailedRows:
+        return FailedRows(*(getattr(self, name)[mask] for name in self.__dataclass_fields__))
+
+
+@torch.no_grad()
+def failed_rows(method: Any, samples: Any, rng: np.random.Generator) -> FailedRows:
+    """The failed-tree rows of `samples`, each tagged with its level's half (levels drawn by `rng`)."""
+    model = method.learner.model
+    model.eval()
+    rows = samples.failed_low
+    lengths = [length for _, _, length in samples.failed_paths]
+    if sum(lengths) != len(rows):
+        raise RuntimeError(f"{len(rows)} failed-tree rows but paths of {sum(lengths)} steps")
+    level_of_row = np.repeat(np.asarray(samples.levels_used), lengths)
+    levels = np.unique(level_of_row)
+    held_levels = rng.choice(levels, size=len(levels) // 2, replace=False)
+    observations = torch.from_numpy(samples.observations)
+    states = observations[torch.from_numpy(samples.low.states[rows])]
+    targets = observations[torch.from_numpy(samples.low.targets[rows])]
+    actions = torch.from_numpy(samples.low.actions[rows])
+    searched = model(states, method.evaluator().alpha, method.evaluator().mixture)[0].argmax(dim=1)
+    return FailedRows(states=states, targets=targets, codes=model.vqvae.code(states, targets), actions=actions,
+                      departing=searched != actions,
+                      held_out=torch.from_numpy(np.isin(level_of_row, held_levels)))  # fmt: skip
+
+
+@torch.no_grad()
+def scores(policy: Policy, rows: FailedRows, codebook_size: int, reads_code: bool) -> dict[str, float]:
+    """`policy`'s accuracy with the rows' own codes and with the others, and how often the code changes its choice."""
+    nan = float("nan")
+    if not len(rows.actions):
+        return {"own": nan, "other": nan, "changes": nan}
+    choice = policy(rows, rows.codes).argmax(dim=1)
+    own = float((choice == rows.actions).double().mean())
+    if not reads_code:
+        return {"own": own, "other": nan, "changes": nan}
+    others = [policy(rows, (rows.codes + shift) % codebook_size).argmax(dim=1) for shift in range(1, codebook_size)]
+    return {
+        "own": own,
+        "other": float(np.mean([(other == rows.actions).double().mean().item() for other in others])),
+        "changes": float(np.mean([(other != choice).double().mean().item() for other in others])),
+    }
+
+
+def fitted(policy: Policy, network: nn.Module, rows: FailedRows, args: argparse.Namespace) -> None:
+    """Train `network` (the part of `policy` that learns) on `rows` with cross-entropy and Adam, in place."""
+    optimizer = torch.optim.Adam(network.parameters(), lr=args.learning_rate)
+    generator = torch.Generator().manual_seed(SPLIT_SEED)
+    network.train()
+    for _ in range(args.epochs):
+        order = torch.randperm(len(rows.actions), generator=generator)
+        for start in range(0, len(order), args.minibatch):
+            batch = rows.select(order[start : start + args.minibatch])
+            optimizer.zero_grad()
+            functional.cross_entropy(policy(batch, batch.codes), batch.actions).backward()
+            optimizer.step()
+    network.eval()
+
+
+def variants(model: Any, fitting: FailedRows, args: argparse.Namespace) -> dict[str, tuple[Policy, int, bool]]:
+    """Each variant of the module docstring: (its policy, the rows it was fitted on, whether it reads a code)."""
+    vectors = model.vqvae.codebook.vectors.detach()
+
+    def snapshot_low(low: nn.Module) -> Policy:
+        return lambda rows, codes: model.conditioned_on_codes(low, rows.states, codes)
+
+    found: dict[str, tuple[Policy, int, bool]] = {"as-is": (snapshot_low(model.low), 0, True)}
+    for name, rows in (("refit-all", fitting), ("refit-departing", fitting.select(fitting.departing))):
+        low = copy.deepcopy(model.low)
+        fitted(snapshot_low(low), low, rows, args)
+        found[name] = (snapshot_low(low), len(rows.actions), True)
+    fresh: dict[str, tuple[nn.Module, Policy, bool]] = {}
+    torch.manual_seed(SPLIT_SEED)
+    none = CodeConditioned(model.config, model.config.num_actions)
+    fresh["fresh-none"] = (none, lambda rows, codes: none(rows.states, torch.zeros_like(vectors[codes])), False)
+    code = CodeConditioned(model.config, model.config.num_actions)
+    fresh["fresh-code"] = (code, lambda rows, codes: code(rows.states, vectors[codes]), True)
+    decoded = StateConditioned(model.config, model.config.num_actions)
+
+    def decoded_policy(rows: FailedRows, codes: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            subgoals = model.soft_subgoals(rows.states, vectors[codes])
+        return decoded(rows.states, subgoals)
+
+    fresh["fresh-decoded"] = (decoded, decoded_policy, True)
+    target = StateConditioned(model.config, model.config.num_actions)
+    fresh["fresh-target"] = (target, lambda rows, codes: target(rows.states, rows.targets), False)
+    for name, (network, policy, reads_code) in fresh.items():
+        fitted(policy, network, fitting, args)
+        found[name] = (policy, len(fitting.actions), reads_code)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="a π^SG run folder (its configuration builds the networks)")
+    parser.add_argument("--weights", nargs="+", default=["latest"], help="untrained, latest, best or files")
+    parser.add_argument("--problems", type=Path, required=True)
+    parser.add_argument("--count", type=int, default=96)
+    parser.add_argument("--budget", type=int, default=4000)
+    parser.add_argument("--pairs-per-tree", type=int, help="pairs drawn from each failed tree (default: the run's)")
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--minibatch", type=int, default=64)
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--csv", type=Path, help="also write the rows here")
+    args = parser.parse_args()
+    config, domain, states = run_and_levels(args)
+    print(f"{args.problems}: first {len(states)} levels, budget {args.budget}, half held out; fits: "
+          f"{args.epochs} epochs, minibatch {args.minibatch}, learning rate {args.learning_rate}")  # fmt: skip
+    columns = f"{'own':>5s} {'other':>5s} {'changes':>7s}"
+    print(f"{'weights':36s} {'pi_low':15s} {'fit':>5s} {'held':>5s} {'departing':>9s} | held-out rows: {columns} "
+          f"| departing: {columns}")  # fmt: skip
+    table = []
+    for label in args.weights:
+        method, samples = failed_tree_samples(args.run, label, domain, states, config, args.budget,
+                                              args.pairs_per_tree)  # fmt: skip
+        if samples is None or not len(samples.failed_low):
+            print(f"{Path(label).name[-36:]:36s} no failed-tree pairs")
+            continue
+        rows = failed_rows(method, samples, np.random.default_rng(SPLIT_SEED))
+        fitting, held = rows.select(~rows.held_out), rows.select(rows.held_out)
+        held_departing = held.select(held.departing)
+        model = method.learner.model
+        for variant, (policy, fitted_rows, reads_code) in variants(model, fitting, args).items():
+            size = model.config.codebook_size
+            whole, departing = scores(policy, held, size, reads_code), scores(policy, held_departing, size, reads_code)
+            print(f"{Path(label).name[-36:]:36s} {variant:15s} {fitted_rows:5d} {len(held.actions):5d} "
+                  f"{len(held_departing.actions):9d} | {'':15s}{whole['own']:5.3f} {whole['other']:5.3f} "
+                  f"{whole['changes']:7.3f} | {'':11s}{departing['own']:5.3f} {departing['other']:5.3f} "
+                  f"{departing['changes']:7.3f}")  # fmt: skip
+            updates = updates_of(label)
+            table.append({"weights": Path(label).name, "updates": "" if updates is None else updates,
+                          "levels": len(states), "budget": args.budget, "pi_low": variant, "fit_rows": fitted_rows,
+                          "held_rows": len(held.actions), "held_departing": len(held_departing.actions),
+                          **{f"held_{key}": f"{value:.3f}" for key, value in whole.items()},
+                          **{f"departing_{key}": f"{value:.3f}" for key, value in departing.items()}})  # fmt: skip
+    if args.csv is not None and table:
+        write_rows(args.csv, table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""The π_low label diagnostics of benchmarks/ (pair_labels.py, code_refit.py) on a tiny π^SG run.
+
+They decide what docs/results.md says about why π_low ignores its code, so their rows must
+keep adding up: shares within [0, 1], the departing rows a part of all rows, the variants
+that read no code reporting no code effect, and the refits fitted on the rows they name.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sgps.cli import main
+from sgps.domains import get_domain, write_levels
+
+from conftest import REPO
+
+#: A budget at which every tiny TSP search fails, so that every tree gives failed-tree pairs.
+FAILING_BUDGET = 40
+
+
+@pytest.fixture(scope="module")
+def subgoal_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A PHS*(π^SG) run of one iteration on 12 small TSP levels, and its problems file."""
+    folder = tmp_path_factory.mktemp("diagnostics")
+    domain = get_domain("tsp")
+    problems = folder / "levels.txt"
+    write_levels(problems, domain, [domain.generate(seed, size=8, cities=5) for seed in range(12)])
+    run = folder / "run"
+    assert main(["train", "--problems", str(problems), "--out", str(run), "--algorithm", "phs-sg",
+                 "--preset", "tiny", "--device", "cpu", "--max-iterations", "1", "--quiet"]) == 0  # fmt: skip
+    return run, problems
+
+
+def run_script(script: str, *arguments: object) -> list[dict[str, str]]:
+    """Run benchmarks/`script` with `arguments` and a ``--csv`` file; its rows."""
+    out = Path(str(arguments[0])).parent / f"{script}.csv"
+    command = [sys.executable, str(REPO / "benchmarks" / script), *map(str, arguments), "--csv", str(out)]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    with out.open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def share(value: str) -> float:
+    number = float(value)
+    assert math.isnan(number) or 0.0 <= number <= 1.0, value
+    return number
+
+
+def test_pair_labels_scores_the_failed_tree_rows_of_each_weights_file(subgoal_run):
+    run, problems = subgoal_run
+    rows = run_script("pair_labels.py", run, "--problems", problems, "--count", 6, "--budget", FAILING_BUDGET,
+                      "--weights", "untrained", "latest")  # fmt: skip
+    assert [row["weights"] for row in rows] == ["untrained", "latest"]
+    assert rows[0]["updates"] == "0"
+    for row in rows:
+        assert int(row["rows"]) >= int(row["pairs"]) > 0  # every pair has at least one step
+        for key in ("search_first", "own_code", "other_code", "code_changes"):
+            share(row[key])
+
+
+def test_code_refit_fits_each_variant_on_the_rows_it_names(subgoal_run):
+    run, problems = subgoal_run
+    rows = run_script("code_refit.py", run, "--problems", problems, "--count", 8, "--budget", FAILING_BUDGET,
+                      "--weights", "latest", "--epochs", 2, "--pairs-per-tree", 8)  # fmt: skip
+    variants = {row["pi_low"]: row for row in rows}
+    assert list(variants) == [
+        "as-is",
+        "refit-all",
+        "refit-departing",
+        "fresh-none",
+        "fresh-code",
+        "fresh-decoded",
+        "fresh-target",
+    ]
+    all_rows = int(variants["refit-all"]["fit_rows"])
+    assert int(variants["as-is"]["fit_rows"]) == 0
+    assert 0 < int(variants["refit-departing"]["fit_rows"]) < all_rows
+    fresh = [name for name in variants if name.startswith("fresh-")]
+    assert all(int(variants[name]["fit_rows"]) == all_rows for name in fresh)
+    for row in rows:
+        assert 0 < int(row["held_departing"]) < int(row["held_rows"])
+        for key in ("own", "other", "changes"):
+            share(row[f"held_{key}"]), share(row[f"departing_{key}"])
+    for name in ("fresh-none", "fresh-target"):  # they read no code: nothing to compare with another
+        assert math.isnan(float(variants[name]["held_other"]))
+    for name in ("as-is", "refit-all", "refit-departing", "fresh-code", "fresh-decoded"):
+        assert not math.isnan(float(variants[name]["held_changes"]))
