@@ -47,7 +47,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from pair_labels import failed_tree_samples, run_and_levels
+from pair_labels import code_effect, failed_tree_rows, failed_tree_samples, run_and_levels
 from search_progress import updates_of, write_rows
 from sgps.models.subgoal import CodeConditioned, StateConditioned
 
@@ -73,44 +73,32 @@ class FailedRows:
         return FailedRows(*(getattr(self, name)[mask] for name in self.__dataclass_fields__))
 
 
-@torch.no_grad()
 def failed_rows(method: Any, samples: Any, rng: np.random.Generator) -> FailedRows:
     """The failed-tree rows of `samples`, each tagged with its level's half (levels drawn by `rng`)."""
-    model = method.learner.model
-    model.eval()
-    rows = samples.failed_low
     lengths = [length for _, _, length in samples.failed_paths]
-    if sum(lengths) != len(rows):
-        raise RuntimeError(f"{len(rows)} failed-tree rows but paths of {sum(lengths)} steps")
+    if sum(lengths) != len(samples.failed_low):
+        raise RuntimeError(f"{len(samples.failed_low)} failed-tree rows but paths of {sum(lengths)} steps")
     level_of_row = np.repeat(np.asarray(samples.levels_used), lengths)
     levels = np.unique(level_of_row)
     held_levels = rng.choice(levels, size=len(levels) // 2, replace=False)
-    observations = torch.from_numpy(samples.observations)
-    states = observations[torch.from_numpy(samples.low.states[rows])]
-    targets = observations[torch.from_numpy(samples.low.targets[rows])]
-    actions = torch.from_numpy(samples.low.actions[rows])
-    searched = model(states, method.evaluator().alpha, method.evaluator().mixture)[0].argmax(dim=1)
-    return FailedRows(states=states, targets=targets, codes=model.vqvae.code(states, targets), actions=actions,
-                      departing=searched != actions,
+    rows = failed_tree_rows(method, samples)
+    return FailedRows(states=rows["states"], targets=rows["targets"], codes=rows["codes"], actions=rows["actions"],
+                      departing=rows["searched"] != rows["actions"],
                       held_out=torch.from_numpy(np.isin(level_of_row, held_levels)))  # fmt: skip
 
 
-@torch.no_grad()
 def scores(policy: Policy, rows: FailedRows, codebook_size: int, reads_code: bool) -> dict[str, float]:
     """`policy`'s accuracy with the rows' own codes and with the others, and how often the code changes its choice."""
     nan = float("nan")
     if not len(rows.actions):
         return {"own": nan, "other": nan, "changes": nan}
-    choice = policy(rows, rows.codes).argmax(dim=1)
-    own = float((choice == rows.actions).double().mean())
-    if not reads_code:
-        return {"own": own, "other": nan, "changes": nan}
-    others = [policy(rows, (rows.codes + shift) % codebook_size).argmax(dim=1) for shift in range(1, codebook_size)]
-    return {
-        "own": own,
-        "other": float(np.mean([(other == rows.actions).double().mean().item() for other in others])),
-        "changes": float(np.mean([(other != choice).double().mean().item() for other in others])),
-    }
+    with torch.no_grad():
+        if not reads_code:
+            return {"own": float((policy(rows, rows.codes).argmax(dim=1) == rows.actions).double().mean()),
+                    "other": nan, "changes": nan}  # fmt: skip
+        own, other, changes = code_effect(lambda codes: policy(rows, codes).argmax(dim=1), rows.actions, rows.codes,
+                                          codebook_size)  # fmt: skip
+    return {"own": own, "other": other, "changes": changes}
 
 
 def fitted(policy: Policy, network: nn.Module, rows: FailedRows, args: argparse.Namespace) -> None:

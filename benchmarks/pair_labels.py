@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,28 +78,46 @@ def failed_tree_samples(
 
 
 @torch.no_grad()
-def scores(method: Any, samples: SubgoalSamples) -> dict[str, float]:
-    """The module docstring's figures for the failed-tree rows of `samples`, with `method`'s networks."""
+def failed_tree_rows(method: Any, samples: SubgoalSamples) -> dict[str, torch.Tensor]:
+    """π_low's failed-tree rows of `samples` as tensors: ``states``, ``targets`` (the pair's subgoal),
+    ``actions`` (the path's), ``codes`` (the VQ-VAE's, of state and subgoal) and ``searched`` (the
+    searching policy π^SG's most likely action, ε aside), with `method`'s networks."""
     model = method.learner.model
     model.eval()
     rows = samples.failed_low
     observations = torch.from_numpy(samples.observations)
     states = observations[torch.from_numpy(samples.low.states[rows])]
     targets = observations[torch.from_numpy(samples.low.targets[rows])]
-    actions = torch.from_numpy(samples.low.actions[rows])
     evaluator = method.evaluator()
-    searched = model(states, evaluator.alpha, evaluator.mixture)[0].argmax(dim=1)
-    codes = model.vqvae.code(states, targets)
-    choice = model.conditioned_on_codes(model.low, states, codes).argmax(dim=1)
-    size = model.config.codebook_size
-    others = [model.conditioned_on_codes(model.low, states, (codes + shift) % size).argmax(dim=1)
-              for shift in range(1, size)]  # fmt: skip
-    return {
-        "search_first": float((searched == actions).double().mean()),
-        "own_code": float((choice == actions).double().mean()),
-        "other_code": float(np.mean([(other == actions).double().mean().item() for other in others])),
-        "code_changes": float(np.mean([(other != choice).double().mean().item() for other in others])),
-    }
+    return {"states": states, "targets": targets, "actions": torch.from_numpy(samples.low.actions[rows]),
+            "codes": model.vqvae.code(states, targets),
+            "searched": model(states, evaluator.alpha, evaluator.mixture)[0].argmax(dim=1)}  # fmt: skip
+
+
+@torch.no_grad()
+def code_effect(
+    choose: Callable[[torch.Tensor], torch.Tensor], actions: torch.Tensor, codes: torch.Tensor, size: int
+) -> tuple[float, float, float]:
+    """A π_low's accuracy on `actions` with each row's own code, its mean accuracy with each of the other
+    `size` - 1 codes, and the share of (row, other code) whose choice the code changes; `choose(codes)`
+    gives the π_low's first choice per row under `codes`."""
+    choice = choose(codes)
+    others = [choose((codes + shift) % size) for shift in range(1, size)]
+    return (float((choice == actions).double().mean()),
+            float(np.mean([(other == actions).double().mean().item() for other in others])),
+            float(np.mean([(other != choice).double().mean().item() for other in others])))  # fmt: skip
+
+
+def scores(method: Any, samples: SubgoalSamples) -> dict[str, float]:
+    """The module docstring's figures for the failed-tree rows of `samples`, with `method`'s networks."""
+    model = method.learner.model
+    rows = failed_tree_rows(method, samples)
+    own, other, changes = code_effect(
+        lambda codes: model.conditioned_on_codes(model.low, rows["states"], codes).argmax(dim=1),
+        rows["actions"], rows["codes"], model.config.codebook_size,
+    )  # fmt: skip
+    return {"search_first": float((rows["searched"] == rows["actions"]).double().mean()), "own_code": own,
+            "other_code": other, "code_changes": changes}  # fmt: skip
 
 
 def main() -> None:
