@@ -20,7 +20,15 @@ cross-entropy for `--epochs` epochs:
   destination (a zero code vector), the pair's code vector (spec 3.3), the subgoal the
   weights' VQ-VAE decodes from that code (spec 3.4, ``--conditioning decoded-state``), or
   the pair's subgoal state itself (the network of spec 3.4 with the exact subgoal as its
-  input: what any conditioning can at best convey).
+  input: what any conditioning can at best convey);
+- ``vq-K`` / ``joint-K`` (one pair per size in ``--codebooks``): a new VQ-VAE of K codes (the
+  run's sizes otherwise) and a new π_low on its code vectors. ``vq-K`` trains the VQ-VAE on
+  the fitting rows' (state, subgoal) pairs with L_VQ alone, as the learner does, then fits
+  π_low on its codes: whether more codes keep the direction. ``joint-K`` trains both at
+  once on L_VQ plus π_low's cross-entropy, which reaches the encoder through the
+  straight-through code vector: whether codes *trained* to say which way to go can say it.
+  Unlike the learner, whose VQ-VAE sees only each pair's first state, both see every row's
+  state, the pairs π_low reads codes of.
 
 On the held-out rows (all of them, and the departing ones) it prints each variant's
 accuracy (``own``) and, where the variant reads a code, its mean accuracy with each other
@@ -37,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +59,7 @@ from torch.nn import functional
 from pair_labels import code_effect, failed_tree_rows, failed_tree_samples, run_and_levels
 from search_progress import updates_of, write_rows
 from sgps.models.subgoal import CodeConditioned, StateConditioned
+from sgps.models.vqvae import VQVAE
 
 #: The seed of the level split, the fresh networks and the refits' minibatch order.
 SPLIT_SEED = 0
@@ -73,6 +83,21 @@ class FailedRows:
         return FailedRows(*(getattr(self, name)[mask] for name in self.__dataclass_fields__))
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One π_low under test: how it acts, how many rows fitted it, and the codes it reads (if any)."""
+
+    policy: Policy
+    fitted_rows: int
+    codebook_size: int = 0  # 0: the variant reads no code
+    vqvae: VQVAE | None = None  # the VQ-VAE that codes its rows; None: the weights' own
+
+
+def recoded(rows: FailedRows, vqvae: VQVAE) -> FailedRows:
+    """`rows` with each row's code taken from `vqvae` instead of the weights' VQ-VAE."""
+    return dataclasses.replace(rows, codes=vqvae.code(rows.states, rows.targets))
+
+
 def failed_rows(method: Any, samples: Any, rng: np.random.Generator) -> FailedRows:
     """The failed-tree rows of `samples`, each tagged with its level's half (levels drawn by `rng`)."""
     lengths = [length for _, _, length in samples.failed_paths]
@@ -87,53 +112,94 @@ def failed_rows(method: Any, samples: Any, rng: np.random.Generator) -> FailedRo
                       held_out=torch.from_numpy(np.isin(level_of_row, held_levels)))  # fmt: skip
 
 
-def scores(policy: Policy, rows: FailedRows, codebook_size: int, reads_code: bool) -> dict[str, float]:
-    """`policy`'s accuracy with the rows' own codes and with the others, and how often the code changes its choice."""
+def scores(variant: Variant, rows: FailedRows) -> dict[str, float]:
+    """The variant's accuracy with each row's own code and the others, and how often the code changes its choice."""
     nan = float("nan")
     if not len(rows.actions):
         return {"own": nan, "other": nan, "changes": nan}
     with torch.no_grad():
-        if not reads_code:
-            return {"own": float((policy(rows, rows.codes).argmax(dim=1) == rows.actions).double().mean()),
+        if variant.vqvae is not None:
+            rows = recoded(rows, variant.vqvae)
+        if not variant.codebook_size:
+            return {"own": float((variant.policy(rows, rows.codes).argmax(dim=1) == rows.actions).double().mean()),
                     "other": nan, "changes": nan}  # fmt: skip
-        own, other, changes = code_effect(lambda codes: policy(rows, codes).argmax(dim=1), rows.actions, rows.codes,
-                                          codebook_size)  # fmt: skip
+        own, other, changes = code_effect(lambda codes: variant.policy(rows, codes).argmax(dim=1), rows.actions,
+                                          rows.codes, variant.codebook_size)  # fmt: skip
     return {"own": own, "other": other, "changes": changes}
 
 
-def fitted(policy: Policy, network: nn.Module, rows: FailedRows, args: argparse.Namespace) -> None:
-    """Train `network` (the part of `policy` that learns) on `rows` with cross-entropy and Adam, in place."""
+def trained(network: nn.Module, loss: Callable[[FailedRows], torch.Tensor], rows: FailedRows,
+            args: argparse.Namespace) -> None:  # fmt: skip
+    """Minimise `loss` over minibatches of `rows` for `--epochs` epochs with Adam, `network` in place."""
     optimizer = torch.optim.Adam(network.parameters(), lr=args.learning_rate)
     generator = torch.Generator().manual_seed(SPLIT_SEED)
     network.train()
     for _ in range(args.epochs):
         order = torch.randperm(len(rows.actions), generator=generator)
         for start in range(0, len(order), args.minibatch):
-            batch = rows.select(order[start : start + args.minibatch])
             optimizer.zero_grad()
-            functional.cross_entropy(policy(batch, batch.codes), batch.actions).backward()
+            loss(rows.select(order[start : start + args.minibatch])).backward()
             optimizer.step()
     network.eval()
 
 
-def variants(model: Any, fitting: FailedRows, args: argparse.Namespace) -> dict[str, tuple[Policy, int, bool]]:
-    """Each variant of the module docstring: (its policy, the rows it was fitted on, whether it reads a code)."""
+def fitted(policy: Policy, network: nn.Module, rows: FailedRows, args: argparse.Namespace) -> None:
+    """Train `network` (the part of `policy` that learns) on `rows` with cross-entropy and Adam, in place."""
+    trained(network, lambda batch: functional.cross_entropy(policy(batch, batch.codes), batch.actions), rows, args)
+
+
+def fresh_codebook_variants(model: Any, fitting: FailedRows, size: int, args: argparse.Namespace) -> dict[str, Variant]:
+    """``vq-K`` and ``joint-K`` of the module docstring for K = `size`."""
+    config = model.config
+
+    def new_vqvae() -> VQVAE:
+        return VQVAE(config.observation_shape, size, config.code_dim, config.vq_channels, config.vq_blocks,
+                     commitment=model.vqvae.commitment, codebook=config.codebook)  # fmt: skip
+
+    def on_codes(vqvae: VQVAE, low: nn.Module) -> Policy:
+        return lambda rows, codes: low(rows.states, vqvae.codebook.vectors[codes])
+
+    torch.manual_seed(SPLIT_SEED)
+    vqvae, low = new_vqvae(), CodeConditioned(config, config.num_actions)
+    trained(vqvae, lambda batch: vqvae.loss(batch.states, batch.targets), fitting, args)
+    fitted(on_codes(vqvae, low), low, recoded(fitting, vqvae), args)
+    found = {f"vq-{size}": Variant(on_codes(vqvae, low), len(fitting.actions), size, vqvae)}
+
+    torch.manual_seed(SPLIT_SEED)
+    joint_vqvae, joint_low = new_vqvae(), CodeConditioned(config, config.num_actions)
+    both = nn.ModuleList([joint_vqvae, joint_low])
+
+    def joint_loss(batch: FailedRows) -> torch.Tensor:
+        encodings = joint_vqvae.encode(batch.states, batch.targets)
+        quantized = joint_vqvae.codebook.vectors[joint_vqvae.codebook.nearest(encodings.detach())]
+        straight_through = encodings + (quantized - encodings).detach()
+        actions = functional.cross_entropy(joint_low(batch.states, straight_through), batch.actions)
+        return joint_vqvae.loss(batch.states, batch.targets) + actions
+
+    trained(both, joint_loss, fitting, args)
+    found[f"joint-{size}"] = Variant(on_codes(joint_vqvae, joint_low), len(fitting.actions), size, joint_vqvae)
+    return found
+
+
+def variants(model: Any, fitting: FailedRows, args: argparse.Namespace) -> dict[str, Variant]:
+    """Each variant of the module docstring, fitted on `fitting`."""
     vectors = model.vqvae.codebook.vectors.detach()
+    size = model.config.codebook_size
 
     def snapshot_low(low: nn.Module) -> Policy:
         return lambda rows, codes: model.conditioned_on_codes(low, rows.states, codes)
 
-    found: dict[str, tuple[Policy, int, bool]] = {"as-is": (snapshot_low(model.low), 0, True)}
+    found = {"as-is": Variant(snapshot_low(model.low), 0, size)}
     for name, rows in (("refit-all", fitting), ("refit-departing", fitting.select(fitting.departing))):
         low = copy.deepcopy(model.low)
         fitted(snapshot_low(low), low, rows, args)
-        found[name] = (snapshot_low(low), len(rows.actions), True)
-    fresh: dict[str, tuple[nn.Module, Policy, bool]] = {}
+        found[name] = Variant(snapshot_low(low), len(rows.actions), size)
+    fresh: dict[str, tuple[nn.Module, Policy, int]] = {}
     torch.manual_seed(SPLIT_SEED)
     none = CodeConditioned(model.config, model.config.num_actions)
-    fresh["fresh-none"] = (none, lambda rows, codes: none(rows.states, torch.zeros_like(vectors[codes])), False)
+    fresh["fresh-none"] = (none, lambda rows, codes: none(rows.states, torch.zeros_like(vectors[codes])), 0)
     code = CodeConditioned(model.config, model.config.num_actions)
-    fresh["fresh-code"] = (code, lambda rows, codes: code(rows.states, vectors[codes]), True)
+    fresh["fresh-code"] = (code, lambda rows, codes: code(rows.states, vectors[codes]), size)
     decoded = StateConditioned(model.config, model.config.num_actions)
 
     def decoded_policy(rows: FailedRows, codes: torch.Tensor) -> torch.Tensor:
@@ -141,12 +207,14 @@ def variants(model: Any, fitting: FailedRows, args: argparse.Namespace) -> dict[
             subgoals = model.soft_subgoals(rows.states, vectors[codes])
         return decoded(rows.states, subgoals)
 
-    fresh["fresh-decoded"] = (decoded, decoded_policy, True)
+    fresh["fresh-decoded"] = (decoded, decoded_policy, size)
     target = StateConditioned(model.config, model.config.num_actions)
-    fresh["fresh-target"] = (target, lambda rows, codes: target(rows.states, rows.targets), False)
-    for name, (network, policy, reads_code) in fresh.items():
+    fresh["fresh-target"] = (target, lambda rows, codes: target(rows.states, rows.targets), 0)
+    for name, (network, policy, reads) in fresh.items():
         fitted(policy, network, fitting, args)
-        found[name] = (policy, len(fitting.actions), reads_code)
+        found[name] = Variant(policy, len(fitting.actions), reads)
+    for codebook in args.codebooks:
+        found.update(fresh_codebook_variants(model, fitting, codebook, args))
     return found
 
 
@@ -161,6 +229,8 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--minibatch", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--codebooks", type=int, nargs="*", default=[],
+                        help="also fit the vq-K and joint-K variants for each of these codebook sizes K")  # fmt: skip
     parser.add_argument("--csv", type=Path, help="also write the rows here")
     args = parser.parse_args()
     config, domain, states = run_and_levels(args)
@@ -180,16 +250,15 @@ def main() -> None:
         fitting, held = rows.select(~rows.held_out), rows.select(rows.held_out)
         held_departing = held.select(held.departing)
         model = method.learner.model
-        for variant, (policy, fitted_rows, reads_code) in variants(model, fitting, args).items():
-            size = model.config.codebook_size
-            whole, departing = scores(policy, held, size, reads_code), scores(policy, held_departing, size, reads_code)
-            print(f"{Path(label).name[-36:]:36s} {variant:15s} {fitted_rows:5d} {len(held.actions):5d} "
+        for name, variant in variants(model, fitting, args).items():
+            whole, departing = scores(variant, held), scores(variant, held_departing)
+            print(f"{Path(label).name[-36:]:36s} {name:15s} {variant.fitted_rows:5d} {len(held.actions):5d} "
                   f"{len(held_departing.actions):9d} | {'':15s}{whole['own']:5.3f} {whole['other']:5.3f} "
                   f"{whole['changes']:7.3f} | {'':11s}{departing['own']:5.3f} {departing['other']:5.3f} "
                   f"{departing['changes']:7.3f}")  # fmt: skip
             updates = updates_of(label)
             table.append({"weights": Path(label).name, "updates": "" if updates is None else updates,
-                          "levels": len(states), "budget": args.budget, "pi_low": variant, "fit_rows": fitted_rows,
+                          "levels": len(states), "budget": args.budget, "pi_low": name, "fit_rows": variant.fitted_rows,
                           "held_rows": len(held.actions), "held_departing": len(held_departing.actions),
                           **{f"held_{key}": f"{value:.3f}" for key, value in whole.items()},
                           **{f"departing_{key}": f"{value:.3f}" for key, value in departing.items()}})  # fmt: skip

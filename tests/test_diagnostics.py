@@ -69,7 +69,7 @@ def test_pair_labels_scores_the_failed_tree_rows_of_each_weights_file(subgoal_ru
 def test_code_refit_fits_each_variant_on_the_rows_it_names(subgoal_run):
     run, problems = subgoal_run
     rows = run_script("code_refit.py", run, "--problems", problems, "--count", 8, "--budget", FAILING_BUDGET,
-                      "--weights", "latest", "--epochs", 2, "--pairs-per-tree", 8)  # fmt: skip
+                      "--weights", "latest", "--epochs", 2, "--pairs-per-tree", 8, "--codebooks", 2, 6)  # fmt: skip
     variants = {row["pi_low"]: row for row in rows}
     assert list(variants) == [
         "as-is",
@@ -79,11 +79,15 @@ def test_code_refit_fits_each_variant_on_the_rows_it_names(subgoal_run):
         "fresh-code",
         "fresh-decoded",
         "fresh-target",
+        "vq-2",
+        "joint-2",
+        "vq-6",
+        "joint-6",
     ]
     all_rows = int(variants["refit-all"]["fit_rows"])
     assert int(variants["as-is"]["fit_rows"]) == 0
     assert 0 < int(variants["refit-departing"]["fit_rows"]) < all_rows
-    fresh = [name for name in variants if name.startswith("fresh-")]
+    fresh = [name for name in variants if name.startswith(("fresh-", "vq-", "joint-"))]
     assert all(int(variants[name]["fit_rows"]) == all_rows for name in fresh)
     for row in rows:
         assert 0 < int(row["held_departing"]) < int(row["held_rows"])
@@ -91,5 +95,5 @@ def test_code_refit_fits_each_variant_on_the_rows_it_names(subgoal_run):
             share(row[f"held_{key}"]), share(row[f"departing_{key}"])
     for name in ("fresh-none", "fresh-target"):  # they read no code: nothing to compare with another
         assert math.isnan(float(variants[name]["held_other"]))
-    for name in ("as-is", "refit-all", "refit-departing", "fresh-code", "fresh-decoded"):
+    for name in ("as-is", "refit-all", "refit-departing", "fresh-code", "fresh-decoded", "vq-6", "joint-2"):
         assert not math.isnan(float(variants[name]["held_changes"]))
