@@ -65,6 +65,78 @@ def test_normalised_low_weights_take_the_budget_out_of_the_loss_scale():
     assert 0.5 * uniform < losses[True] < 2 * uniform and losses[False] > 50 * uniform
 
 
+def failed_samples(method, domain, count=6):
+    levels = [domain.generate(seed) for seed in range(count)]
+    results = search_lockstep(domain, levels, method.algorithm, method.evaluator(), budget=150, record_graph=True)
+    return collect_samples(domain, results, method.settings.sampling(), (5.0, 1.0), np.random.default_rng(0))
+
+
+def test_the_joint_code_objective_moves_the_encoder_with_pi_low_s_loss_and_leaves_pi_low_to_its_own_step():
+    domain = get_domain("boxworld")
+    method = tiny_method(domain, domain.generate(0), code_objective="joint", action_weight=2.0)
+    samples = failed_samples(method, domain)
+    learner, model = method.learner, method.model
+    observations = torch.from_numpy(samples.observations)
+    assert tiny_method(domain, domain.generate(0)).learner.action_loss(observations, samples.low) is None  # paper's
+    term = learner.action_loss(observations, samples.low)
+    model.vqvae.train()
+    state = learner.generator.get_state()
+    value = term(16)
+    value.backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.vqvae.encoder.parameters())
+    # The value is λ times π_low's normalised Levin loss on the drawn rows' own codes.
+    learner.generator.set_state(state)
+    rows = torch.randint(len(samples.low), (16,), generator=learner.generator)
+    low = samples.low
+    states, targets = torch.from_numpy(low.states)[rows], torch.from_numpy(low.targets)[rows]
+    codes = model.vqvae.codebook.nearest(model.vqvae.encode(observations[states], observations[targets]))
+    with torch.no_grad():
+        logits = model.conditioned_on_codes(model.low, observations[states], codes)
+    expected = 2.0 * levin_loss(logits, torch.from_numpy(low.actions)[rows], torch.from_numpy(low.weights)[rows],
+                                normalise=True)  # fmt: skip
+    assert value.item() == pytest.approx(expected.item(), rel=1e-5)
+    # The VQ-VAE's step moves the encoder, never π_low, which is trainable again afterwards.
+    model.zero_grad()
+    low_before = [p.detach().clone() for p in model.low.parameters()]
+    encoder_before = [p.detach().clone() for p in model.vqvae.encoder.parameters()]
+    learner._train_vqvae(observations, samples.vq, term)
+    assert all(torch.equal(a, b) for a, b in zip(low_before, model.low.parameters(), strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(encoder_before, model.vqvae.encoder.parameters(), strict=True))
+    assert all(p.requires_grad for p in model.low.parameters())
+    report = learner.update(samples, [], domain)
+    assert report["loss_low"] is not None
+    assert not all(torch.equal(a, b) for a, b in zip(low_before, model.low.parameters(), strict=True))
+
+
+def best_code_share(method, samples) -> float:
+    """The share of π_low's rows whose code is the one under which π_low gives the row's action most probability."""
+    model, low = method.model, samples.low
+    observations = torch.from_numpy(samples.observations)
+    states, targets, actions = (torch.from_numpy(rows) for rows in (low.states, low.targets, low.actions))
+    codes = method.learner.codes(observations, states, targets)
+    with torch.no_grad():
+        log_low = torch.log_softmax(model.for_every_code(model.low, observations[states]), dim=2)  # [B, K, A]
+    best = log_low.gather(2, actions[:, None, None].expand(-1, log_low.shape[1], 1)).squeeze(2).argmax(dim=1)
+    return (best == codes).double().mean().item()
+
+
+def test_joint_codes_come_to_name_the_actions_pi_low_takes():
+    """With π_low's term weighted far above L_VQ, a few VQ-VAE fits make the encoder pick, for
+    about half the rows, the code under which the (fixed) π_low prefers the row's action;
+    reconstruction alone leaves that to chance (1 in K)."""
+    domain = get_domain("boxworld")
+    shares = {}
+    for objective in ("reconstruction", "joint"):
+        method = tiny_method(domain, domain.generate(0), code_objective=objective, action_weight=100.0)
+        samples = failed_samples(method, domain)
+        observations = torch.from_numpy(samples.observations)
+        term = method.learner.action_loss(observations, samples.low)
+        for _ in range(5):
+            method.learner._train_vqvae(observations, samples.vq, term)
+        shares[objective] = best_code_share(method, samples)
+    assert shares["joint"] > shares["reconstruction"] + 0.2, shares
+
+
 def test_the_solution_only_ablation_draws_no_pairs_and_its_report_says_so():
     domain = get_domain("boxworld")
     levels = [domain.generate(seed) for seed in range(4)]

@@ -141,6 +141,13 @@ class SubgoalModel(nn.Module):
         """Decoded subgoals [B, C, H, W]: the per-cell channel softmax of the decoder (variant D)."""
         return torch.softmax(self.vqvae.decode(states, code_vectors), dim=1)
 
+    def conditioned_on_vectors(self, network: nn.Module, states: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+        """`network`'s outputs [B, out] with each state conditioned on a code vector ([B, D]), with
+        gradient into the vectors (through the decoder under state conditioning)."""
+        if self.config.conditioning == "code-vector":
+            return network(states, vectors)
+        return network(states, self.soft_subgoals(states, vectors))
+
     def conditioned_on_codes(self, network: nn.Module, states: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
         """`network`'s outputs [B, out] with each state conditioned on its code index ([B])."""
         vectors = self.vqvae.codebook.vectors[codes]

@@ -42,7 +42,7 @@ from sgps.training.budget import SCHEDULES
 from sgps.training.methods.flat.samples import LOSSES
 from sgps.training.methods.subgoal.clustering import HIERARCHIES
 from sgps.training.methods.subgoal.drawing import TREE_RNGS
-from sgps.training.methods.subgoal.learner import current_spelling
+from sgps.training.methods.subgoal.learner import CODE_OBJECTIVES, current_spelling
 from sgps.training.methods.subgoal.samples import SEGMENTATIONS, SUBGOAL_TARGETS
 
 #: Caps on network sizes: far above any useful value, low enough to fail here, not in the allocator.
@@ -170,6 +170,8 @@ RULES: dict[str, dict[str, Any]] = {
         "failed_trees": FLAG,
         "exhausted_trees": FLAG,
         "normalise_low_weights": FLAG,
+        "code_objective": _choice(CODE_OBJECTIVES),
+        "action_weight": _number(0.0, 1e6),
         "hierarchy": _choice(HIERARCHIES, renamed="hierarchy"),
         "tree_rng": _choice(TREE_RNGS),
         "cluster_level": _integer(0, note=" (0: the rule ⌊L/2⌋-1)"),

@@ -12,7 +12,10 @@ with its own Adam optimiser, over this batch's samples only:
 
 The VQ-VAE goes first, so the code labels of π_hi and the codes π_low is conditioned
 on come from the updated generator (evaluation mode, no gradient). A network with
-no samples is skipped. Losses are the Levin-weighted cross-entropies of the paper
+no samples is skipped. With ``subgoal.code_objective = "joint"`` (not the paper's), each
+VQ-VAE step also takes π_low's loss on a draw of its rows through the straight-through
+code, so the codes are trained to say which way π_low should go (`SubgoalLearner.action_loss`).
+Losses are the Levin-weighted cross-entropies of the paper
 (weight n = expansions of the search the sample came from). Every network computation
 of the step but the probe (a measurement, kept in float32) runs in `learner.precision`.
 """
@@ -61,6 +64,10 @@ REPORT_COLUMNS = (
     "length_std", "codes_used", "code_perplexity", "code_counts", "high_entropy", *PROBE_COLUMNS,
 )  # fmt: skip
 
+#: What the VQ-VAE's codes are trained for: the paper's L_VQ (reconstruct the subgoal from
+#: the state), or L_VQ plus π_low's loss through the straight-through code (docs/subgoals.md).
+CODE_OBJECTIVES = ("reconstruction", "joint")
+
 #: Old spellings of option values, accepted with a deprecation message.
 RENAMED_VALUES = {
     "conditioning": {"code": "code-vector", "state": "decoded-state"},
@@ -105,6 +112,8 @@ class SubgoalSettings:
     failed_trees: bool = True
     exhausted_trees: bool = False  # also cluster the graphs of searches that ran out of states
     normalise_low_weights: bool = False  # divide π_low's Levin weights by their minibatch mean
+    code_objective: str = "reconstruction"  # CODE_OBJECTIVES; "joint" departs from the paper
+    action_weight: float = 1.0  # λ of π_low's term in the "joint" objective
     hierarchy: str = "reference"
     #: The random stream of the failed trees' clustering and pair draws: "batch" (one for the
     #: whole batch, in the training process: the reference's) or "per-search" (one per search,
@@ -205,7 +214,8 @@ class SubgoalLearner:
             # The probe measures in float32 whatever `learner.precision` says: runs stay comparable.
             report.update(probe_low_policy(self.model, domain, samples, self.settings.probe_pairs, self.device))
             observations = network_input(samples.observations, self.device)
-            report["loss_vqvae"] = self._train_vqvae(observations, samples.vq)
+            action_loss = self.action_loss(observations, samples.low)
+            report["loss_vqvae"] = self._train_vqvae(observations, samples.vq, action_loss)
             self.model.vqvae.eval()
             report["loss_high"] = self._train_high(observations, samples.high)
             report["loss_low"] = self._train_low(observations, samples.low)
@@ -244,15 +254,51 @@ class SubgoalLearner:
     def _tensors(self, *arrays: np.ndarray) -> tuple[torch.Tensor, ...]:
         return tuple(torch.from_numpy(array).to(self.device) for array in arrays)
 
-    def _train_vqvae(self, observations: torch.Tensor, pairs: PairRows) -> float | None:
+    def _train_vqvae(
+        self, observations: torch.Tensor, pairs: PairRows, action_loss: Callable[[int], torch.Tensor] | None
+    ) -> float | None:
+        """L_VQ on minibatches of the pairs, plus `action_loss` on as many π_low rows when given."""
         vqvae = self.model.vqvae
         vqvae.train()
         states, targets = self._tensors(pairs.states, pairs.targets)
 
         def loss(rows: torch.Tensor) -> torch.Tensor:
-            return vqvae.loss(observations[states[rows]], observations[targets[rows]])
+            value = vqvae.loss(observations[states[rows]], observations[targets[rows]])
+            return value if action_loss is None else value + action_loss(len(rows))
 
-        return self._fit("vqvae", loss, len(pairs), self.config.epochs, self.settings.vq_minibatch, None)
+        low_parameters = list(self.model.low.parameters())
+        for parameter in low_parameters:  # π_low's term moves the codes, not π_low (its own step follows)
+            parameter.requires_grad_(False)
+        try:
+            return self._fit("vqvae", loss, len(pairs), self.config.epochs, self.settings.vq_minibatch, None)
+        finally:
+            for parameter in low_parameters:
+                parameter.requires_grad_(True)
+
+    def action_loss(self, observations: torch.Tensor, low: LowRows) -> Callable[[int], torch.Tensor] | None:
+        """The "joint" objective's term, None under the paper's: λ · π_low's loss on `count` rows drawn
+        at random from `low`, each conditioned on the straight-through vector of its (state, target) code.
+
+        The forward value is π_low's loss on the codes it is trained on; the gradient reaches
+        the encoder as if the code vector were z_e (the VQ-VAE's own straight-through
+        estimator). The Levin weights are divided by their minibatch mean, so the term is a
+        cross-entropy in scale, like L_VQ's, whatever the budget.
+        """
+        if self.settings.code_objective != "joint" or len(low) == 0:
+            return None
+        states, targets, actions, weights = self._tensors(low.states, low.targets, low.actions, low.weights)
+        model, weight = self.model, self.settings.action_weight
+
+        def loss(count: int) -> torch.Tensor:
+            rows = torch.randint(len(low), (count,), generator=self.generator).to(self.device)
+            at = observations[states[rows]]
+            encodings = model.vqvae.encode(at, observations[targets[rows]])
+            quantized = model.vqvae.codebook.vectors[model.vqvae.codebook.nearest(encodings.detach())]
+            straight_through = encodings + (quantized - encodings).detach()
+            logits = model.conditioned_on_vectors(model.low, at, straight_through)
+            return weight * levin_loss(logits, actions[rows], weights[rows], normalise=True)
+
+        return loss
 
     def _train_high(self, observations: torch.Tensor, high: HighRows) -> float | None:
         states, targets, label_states, weights = self._tensors(high.states, high.targets, high.label_states,
