@@ -96,6 +96,9 @@ BAD_CONFIGS = [
     ("learner", "learning_rate", "2.0"),
     ("learner", "weight_decay", "1e308"),
     ("subgoal", "commitment", "1e308"),  # inf in float32: a NaN loss
+    ("subgoal", "code_objective", "'actions'"),
+    ("subgoal", "action_weight", "-1.0"),
+    ("subgoal", "action_weight", "nan"),
 ]
 
 
