@@ -31,7 +31,8 @@ seen where its name says so (``...-updates-N.safetensors``; ``untrained``: 0). `
 OUT.png --from A.csv B.csv --runs a=RUN_A b=RUN_B`` draws the study's figure: the runs'
 outstanding training problems against expansions and against updates, and the csv files'
 diamonds and depths against updates; ``--targets A.csv B.csv`` (rows of
-benchmarks/subgoal_targets.py) adds how much the codes' subgoals and π_low differ.
+benchmarks/subgoal_targets.py) adds how much the codes' subgoals and π_low differ, and
+run folders whose learning.csv has π_low's probe add its share of pairs reached.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from sgps.training.config import load_run_config
 from sgps.training.setup import build_method
 
 UNTRAINED = "untrained"
+PROBE_WINDOW = 10  # updates per point of the probe panel
 
 
 def weights_file(run: Path, name: str) -> Path | None:
@@ -91,15 +93,22 @@ def plot(
     """Outstanding training problems against expansions and against updates (one line per run folder),
     and the most diamonds and the deepest node reached against updates (one line per csv); with
     `targets` (rows of benchmarks/subgoal_targets.py), how much the K codes' subgoals and π_low's
-    actions differ against updates (one pair of lines per csv)."""
+    actions differ against updates (one pair of lines per csv); for the runs that have it, π_low's
+    probe against updates (`probe_curve`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = 5 if targets else 4
+    probes = {name: curve for name, run in runs.items() if (curve := probe_curve(run))[0]}
+    panels = 4 + bool(targets) + bool(probes)
     figure, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.8))
     by_expansions, by_updates, gems_axis, depth_axis = axes[:4]
+    if probes:
+        for name, (updates, reached) in probes.items():
+            axes[-1].plot(updates, reached, label=name)
+        axes[-1].set(xlabel="learning updates", ylabel=f"π_low probe: pairs reached (mean of {PROBE_WINDOW})",
+                     ylim=(0, 1))  # fmt: skip
     for name, rows in (targets or {}).items():
         points = sorted((int(row["updates"]), float(row["codes_differ"]), float(row["low_differ"]))
                         for row in rows if row["updates"])  # fmt: skip
@@ -131,6 +140,24 @@ def plot(
         axis.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(out, dpi=110)
+
+
+def probe_curve(run: Path) -> tuple[list[int], list[float]]:
+    """The run's π_low probe (`probe_reached` of metrics/learning.csv: the share of a batch's
+    failed-tree pairs greedy π_low reaches, docs/subgoals.md) in means over windows of
+    `PROBE_WINDOW` updates, each at the window's last update; empty for runs without it."""
+    path = run / "metrics" / "learning.csv"
+    if not path.exists():
+        return [], []
+    with path.open() as handle:
+        values = [float(row["probe_reached"]) if row.get("probe_reached") else None for row in csv.DictReader(handle)]
+    updates, means = [], []
+    for start in range(0, len(values) - PROBE_WINDOW + 1, PROBE_WINDOW):
+        window = [value for value in values[start : start + PROBE_WINDOW] if value is not None]
+        if window:
+            updates.append(start + PROBE_WINDOW)
+            means.append(sum(window) / len(window))
+    return updates, means
 
 
 def progress(domain: Any, results: list[Any]) -> dict[str, Any]:
