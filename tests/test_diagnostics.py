@@ -1,4 +1,5 @@
-"""The π_low label diagnostics of benchmarks/ (pair_labels.py, code_refit.py) on a tiny π^SG run.
+"""The π_low label diagnostics of benchmarks/ (pair_labels.py, code_refit.py) on a tiny π^SG run,
+and the probe curve search_progress.py draws.
 
 They decide what docs/results.md says about why π_low ignores its code, so their rows must
 keep adding up: shares within [0, 1], the departing rows a part of all rows, the variants
@@ -8,6 +9,7 @@ that read no code reporting no code effect, and the refits fitted on the rows th
 from __future__ import annotations
 
 import csv
+import importlib.util
 import math
 import os
 import subprocess
@@ -97,3 +99,22 @@ def test_code_refit_fits_each_variant_on_the_rows_it_names(subgoal_run):
         assert math.isnan(float(variants[name]["held_other"]))
     for name in ("as-is", "refit-all", "refit-departing", "fresh-code", "fresh-decoded", "vq-6", "joint-2"):
         assert not math.isnan(float(variants[name]["held_changes"]))
+
+
+def test_the_probe_curve_averages_each_full_window_of_updates(tmp_path):
+    spec = importlib.util.spec_from_file_location("search_progress", REPO / "benchmarks" / "search_progress.py")
+    search_progress = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(search_progress)
+    window = search_progress.PROBE_WINDOW
+    (tmp_path / "metrics").mkdir()
+    values = ["" if update == 3 else f"{update / 100:.2f}" for update in range(2 * window + 3)]  # a batch unprobed
+    with (tmp_path / "metrics" / "learning.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["iteration", "batch", "probe_reached"])
+        writer.writerows([0, update, value] for update, value in enumerate(values))
+    updates, means = search_progress.probe_curve(tmp_path)
+    first = [update / 100 for update in range(window) if update != 3]
+    second = [update / 100 for update in range(window, 2 * window)]
+    assert updates == [window, 2 * window]  # the 3 updates of the unfinished window are left out
+    assert means == pytest.approx([sum(first) / len(first), sum(second) / len(second)])
+    assert search_progress.probe_curve(tmp_path / "elsewhere") == ([], [])
