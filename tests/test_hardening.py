@@ -99,6 +99,8 @@ BAD_CONFIGS = [
     ("subgoal", "code_objective", "'actions'"),
     ("subgoal", "action_weight", "-1.0"),
     ("subgoal", "action_weight", "nan"),
+    ("subgoal", "action_weight", "'1.0'"),
+    ("subgoal", "code_objective", "1"),
 ]
 
 
