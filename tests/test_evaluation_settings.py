@@ -38,13 +38,14 @@ def test_a_run_written_before_the_evaluation_settings_loads_with_their_old_behav
     text = "\n".join(f"[{section}]\n" + "\n".join(f"{key} = {value!r}".replace("'", '"').replace("True", "true")
                                                    .replace("False", "false") for key, value in entries.items()
                                                    if key not in ("precision", "evaluation_batch", "evaluator",
-                                                                  "tree_rng"))
+                                                                  "tree_rng", "code_objective", "action_weight"))
                      for section, entries in config.as_dict().items())  # fmt: skip
     file = tmp_path / "config.toml"
     file.write_text(text + "\n")
     loaded = load_run_config(file)
     assert (loaded.search.precision, loaded.search.evaluation_batch, loaded.run.evaluator) == ("float32", 1, "auto")
     assert (loaded.learner.precision, loaded.subgoal.tree_rng) == ("float32", "batch")
+    assert (loaded.subgoal.code_objective, loaded.subgoal.action_weight) == ("reconstruction", 1.0)
 
 
 def test_tf32_is_float32_on_a_cpu_and_bfloat16_stays_close():

@@ -18,9 +18,12 @@ from sgps.experiments import compare
 from sgps.experiments.packing import pack, unpack
 from sgps.training import runner
 from sgps.training.archive import MIN_PART_BYTES, Member, read_members, write_archive
+from sgps.training.config import load_run_config, parse_toml
 from sgps.training.packing import run_snapshot
 from sgps.training.rundir import RunDirectory
 from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
+
+from conftest import REPO
 
 #: PHS*(π^SG) learning from failed trees (tiny networks, budget 150: few problems solved at first).
 SETTINGS = {"run": {"algorithm": "phs-sg", "device": "cpu"},
@@ -196,3 +199,17 @@ def test_a_comparison_travels_without_the_sets_it_generated(tmp_path):
     outcome = compare(moved / "compare.toml", moved, stream=io.StringIO())
     assert outcome.failure() is None
     assert (moved / "runs" / "phs-sg-s0" / "metrics" / "test-test.csv").is_file()
+
+
+@pytest.mark.parametrize("archive", sorted((REPO / "results" / "runs").glob("*/archive.json")),
+                         ids=lambda path: path.parent.name)  # fmt: skip
+def test_every_run_archived_on_main_loads_its_configuration_with_this_code(archive, tmp_path):
+    """The README resumes these archives with the current code: a setting added since they were packed must be
+    one of `LATER_SETTINGS` (with the behaviour the run had), or the resume would be refused as incomplete."""
+    _, members = read_members(archive.parent)
+    configs = [member for member in members if member.path.startswith("runs/") and member.path.endswith("/config.toml")]
+    assert configs
+    for member in configs:
+        file = tmp_path / member.path
+        loaded = load_run_config(file, document=parse_toml(member.data, file))
+        assert loaded.run.algorithm in member.data.decode()

@@ -310,9 +310,10 @@ def resolve_config(
 
 #: Settings added after runs were first written, with the value a run started before them
 #: behaves as (it neither probed π_low nor logged to TensorBoard, the probe changes no
-#: training, and it searched in exact order, learned in float32 and drew its failed trees
-#: from one stream per batch): a run's config.toml without them
-#: is complete and takes these values.
+#: training, and it searched in exact order, learned in float32, drew its failed trees
+#: from one stream per batch and fitted its codes on reconstruction alone): a run's
+#: config.toml without them is complete and takes these values. A new setting belongs here
+#: with its old behaviour, or the archives on `main` could no longer be resumed.
 LATER_SETTINGS: dict[tuple[str, str], Any] = {
     ("subgoal", "probe_pairs"): 16,
     ("run", "tensorboard"): "",
@@ -321,6 +322,8 @@ LATER_SETTINGS: dict[tuple[str, str], Any] = {
     ("search", "precision"): "float32",
     ("learner", "precision"): "float32",
     ("subgoal", "tree_rng"): "batch",
+    ("subgoal", "code_objective"): "reconstruction",
+    ("subgoal", "action_weight"): 1.0,
 }
 
 
