@@ -171,8 +171,7 @@ def fresh_codebook_variants(model: Any, fitting: FailedRows, size: int, args: ar
 
     def joint_loss(batch: FailedRows) -> torch.Tensor:
         encodings = joint_vqvae.encode(batch.states, batch.targets)
-        quantized = joint_vqvae.codebook.vectors[joint_vqvae.codebook.nearest(encodings.detach())]
-        straight_through = encodings + (quantized - encodings).detach()
+        _, _, straight_through = joint_vqvae.quantise(encodings)
         actions = functional.cross_entropy(joint_low(batch.states, straight_through), batch.actions)
         return joint_vqvae.loss(batch.states, batch.targets) + actions
 

@@ -187,6 +187,15 @@ class VQVAE(nn.Module):
         state = self.state_in(states.contiguous())
         return self.decoder_out(self.decoder(torch.cat([state, plane], dim=1)))
 
+    def quantise(self, encodings: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The nearest code of each encoding z_e, its code vector e (a copy, taken before any codebook
+        step) and the straight-through vector: e forward, z_e's gradient backward (the estimator of
+        van den Oord et al. 2017, through which L_VQ's reconstruction, and the "joint" objective's
+        action term, reach the encoder)."""
+        codes = self.codebook.nearest(encodings.detach())
+        quantized = self.codebook.vectors[codes]
+        return codes, quantized, encodings + (quantized - encodings).detach()
+
     @torch.no_grad()
     def code(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """The code index of each pair, without gradient and without touching the codebook."""
@@ -207,12 +216,10 @@ class VQVAE(nn.Module):
         cells (for one-hot cells this is the softmax cross-entropy of spec 3.2).
         """
         encodings = self.encode(states, targets)
-        codes = self.codebook.nearest(encodings.detach())
-        quantized = self.codebook.vectors[codes]
+        codes, quantized, straight_through = self.quantise(encodings)
         commitment = F.mse_loss(encodings, quantized)
         if self.training:
             self.codebook.update(encodings.detach(), codes)
-        straight_through = encodings + (quantized - encodings).detach()
         log_probs = torch.log_softmax(self.decode(states, straight_through), dim=1)
         reconstruction = -(targets * log_probs).sum(dim=1).mean()
         return reconstruction + self.commitment * commitment

@@ -293,8 +293,7 @@ class SubgoalLearner:
             rows = torch.randint(len(low), (count,), generator=self.generator).to(self.device)
             at = observations[states[rows]]
             encodings = model.vqvae.encode(at, observations[targets[rows]])
-            quantized = model.vqvae.codebook.vectors[model.vqvae.codebook.nearest(encodings.detach())]
-            straight_through = encodings + (quantized - encodings).detach()
+            _, _, straight_through = model.vqvae.quantise(encodings)
             logits = model.conditioned_on_vectors(model.low, at, straight_through)
             return weight * levin_loss(logits, actions[rows], weights[rows], normalise=True)
 
