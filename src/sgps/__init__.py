@@ -3,7 +3,7 @@
 An implementation of "Subgoal-Guided Policy Heuristic Search with Learned Subgoals"
 (Tuero, Buro and Lelis, ICML 2025), its baselines, and its five benchmark domains.
 
-The Python API (`sgps.train`, `sgps.load`, `Searcher`, see `sgps.api`) is imported on
+The Python API (`sgps.train`, `sgps.fork`, `sgps.load`, `Searcher`, see `sgps.api`) is imported on
 first use, so that ``import sgps.domains`` does not pay for importing PyTorch.
 """
 
@@ -13,13 +13,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sgps.api import Searcher, SearchOutcome, TrainedRun, load, train
+    from sgps.api import Fork, Searcher, SearchOutcome, TrainedRun, fork, load, train
 
 __version__ = "0.1.0"
 
-_API = ("SearchOutcome", "Searcher", "TrainedRun", "load", "train")
+_API = ("Fork", "SearchOutcome", "Searcher", "TrainedRun", "fork", "load", "train")
 
-__all__ = ["SearchOutcome", "Searcher", "TrainedRun", "__version__", "load", "train"]
+__all__ = ["Fork", "SearchOutcome", "Searcher", "TrainedRun", "__version__", "fork", "load", "train"]
 
 
 def __getattr__(name: str) -> Any:

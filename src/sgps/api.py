@@ -8,7 +8,8 @@
     searcher = sgps.load(run.path)
     result = searcher.solve("test.txt", index=0, budget=2000)
 
-`train` takes the options of ``sgps train`` as keyword arguments. `load` opens a run
+`train` takes the options of ``sgps train`` as keyword arguments, and `fork` those of
+``sgps fork``. `load` opens a run
 directory the way ``sgps test`` does (`sgps.training.run.Run`): its ``config.toml`` names
 the domain, algorithm and network, and its checkpoint holds the weights. A `Searcher`
 builds the run's search (its method plug-in's) for the level size it is asked about (the
@@ -30,6 +31,7 @@ from sgps.search import SearchResult, search, search_lockstep
 from sgps.search.costs import Algorithm
 from sgps.training import RunDirectory, runner
 from sgps.training.config import option_overrides
+from sgps.training.fork import Fork, fork_run
 from sgps.training.methods.plugin import RunSearch
 from sgps.training.run import Run
 from sgps.training.setup import pick_device
@@ -325,6 +327,36 @@ def train(
     )
 
 
+def fork(
+    run: str | Path,
+    out: str | Path,
+    *,
+    problems: str | Path | None = None,
+    validation: str | Path | None = None,
+    initial_budget: int | None = None,
+    max_budget: int | None = None,
+    schedule: str | None = None,
+    checkpoint_every: int | None = None,
+    max_iterations: int | None = None,
+    time_limit: float | None = None,
+    max_expansions: int | None = None,
+) -> Fork:
+    """Fork the run folder `run` at its last checkpoint into the new folder `out`, as ``sgps fork`` does
+    (`sgps.training.fork`): the same networks, optimisers and problems, other budgets or limits.
+
+    None keeps the parent's value. Go on with ``train(FORK/problems/train.txt, out, resume=True)``
+    (`Fork.resume_command`).
+    """
+    paths = {"run": _path("run", run, "a run folder"), "out": _path("out", out, "a folder")}
+    given = {name: None if value is None else _path(name, value, "a level file")
+             for name, value in (("problems", problems), ("validation", validation))}  # fmt: skip
+    settings = {"initial_budget": initial_budget, "max_budget": max_budget, "schedule": schedule,
+                "checkpoint_every": checkpoint_every, "max_iterations": max_iterations,
+                "time_limit_minutes": time_limit, "max_expansions": max_expansions}  # fmt: skip
+    changes = {"bootstrap": {key: value for key, value in settings.items() if value is not None}}
+    return fork_run(paths["run"], paths["out"], changes, problems=given["problems"], validation=given["validation"])
+
+
 def animate_test_solutions(
     run: str | Path | Run, problems: str | Path, out: str | Path, *, limit: int = 20, checkpoint: str = "best"
 ) -> list[Path]:
@@ -384,4 +416,4 @@ def _outcome(result: SearchResult) -> SearchOutcome:
     )
 
 
-__all__ = ["SearchOutcome", "Searcher", "TrainedRun", "animate_test_solutions", "load", "train"]
+__all__ = ["Fork", "SearchOutcome", "Searcher", "TrainedRun", "animate_test_solutions", "fork", "load", "train"]

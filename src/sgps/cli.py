@@ -42,7 +42,9 @@ from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_al
 from sgps.search.shared import EVALUATOR_PLACES
 from sgps.training import runner
 from sgps.training.archive import DEFAULT_PART_BYTES, MIN_PART_BYTES
+from sgps.training.budget import SCHEDULES
 from sgps.training.config import TRAIN_OPTIONS, check_options_apply, option_overrides
+from sgps.training.fork import fork_run
 from sgps.training.methods.hips.dataset import build_dataset, dataset_journal, write_dataset
 from sgps.training.methods.plugin import MethodPlugin
 from sgps.training.placement import check_threads, usable_cores
@@ -107,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_compare_command,
         _add_report_command,
         _add_pack_commands,
+        _add_fork_command,
         _add_demo_command,
     ):
         add_command(commands)
@@ -336,6 +339,27 @@ def _add_pack_commands(commands: Any) -> None:
     unpack_cmd = commands.add_parser("unpack", help="unpack an archive of `sgps pack` into a new folder")
     unpack_cmd.add_argument("archive", type=_path, metavar="ARCHIVE", help="the archive folder")
     unpack_cmd.add_argument("--out", type=_path, required=True, metavar="DIR", help="the new folder to unpack into")
+
+
+def _add_fork_command(commands: Any) -> None:
+    """`sgps fork`: a run carried on from its last checkpoint in a new folder, under other budgets."""
+    fork_cmd = commands.add_parser(
+        "fork", help="carry a run on from its last checkpoint in a new folder, with other budgets or limits"
+    )
+    fork_cmd.add_argument("run", type=_path, metavar="RUN", help="the run folder to fork (left as it is)")
+    fork_cmd.add_argument("--out", type=_path, required=True, metavar="DIR", help="the new run folder")
+    fork_cmd.add_argument("--problems", type=_path,
+                          help="the level file RUN was trained on (default: RUN/problems/train.txt)")  # fmt: skip
+    fork_cmd.add_argument("--validation", type=_path, help="RUN's validation level file, if it had one")
+    fork_cmd.add_argument("--initial-budget", type=_int, metavar="B",
+                          help="the budget of the fork's next searches, and its schedule's B_0")  # fmt: skip
+    fork_cmd.add_argument("--max-budget", type=_int, metavar="B", help="cap on the budget (0: none)")
+    fork_cmd.add_argument("--schedule", choices=tuple(SCHEDULES), help="budget schedule from now on")
+    fork_cmd.add_argument("--checkpoint-every", type=_int, metavar="N", help="batches between checkpoints")
+    fork_cmd.add_argument("--max-expansions", type=_int, metavar="N", help="training budget in expansions, "
+                          "counting the parent's (0: no limit)")  # fmt: skip
+    fork_cmd.add_argument("--max-iterations", type=_int, metavar="N", help="passes over the training problems")
+    fork_cmd.add_argument("--time-limit", type=_float, metavar="MIN", help="wall-clock limit in minutes")
 
 
 def _add_demo_command(commands: Any) -> None:
@@ -770,6 +794,19 @@ def cmd_unpack(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fork(args: argparse.Namespace) -> int:
+    settings = {"initial_budget": args.initial_budget, "max_budget": args.max_budget, "schedule": args.schedule,
+                "checkpoint_every": args.checkpoint_every, "max_expansions": args.max_expansions,
+                "max_iterations": args.max_iterations, "time_limit_minutes": args.time_limit}  # fmt: skip
+    changes = {"bootstrap": {key: value for key, value in settings.items() if value is not None}}
+    made = fork_run(args.run, args.out, changes, problems=args.problems, validation=args.validation)
+    print(f"forked {args.run} at {made.expansions:,} expansions (iteration {made.iteration}, batch "
+          f"{made.next_batch}) into {args.out}: {'; '.join(made.changes) or 'no setting changed'}; next training "
+          f"budget {made.budget:,}")  # fmt: skip
+    print(f"go on with: {made.resume_command()}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Generate a few levels of each domain, solve the first exactly, draw its solution; then a small comparison."""
     _check_range("--count", args.count, 1, MAX_LEVELS)
@@ -837,6 +874,7 @@ COMMANDS = {
     "report": cmd_report,
     "pack": cmd_pack,
     "unpack": cmd_unpack,
+    "fork": cmd_fork,
     "demo": cmd_demo,
 }
 

@@ -39,11 +39,13 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from sgps.errors import ConfigError
 from sgps.fileio import current_umask, open_regular, temporary_stem
 from sgps.version import sgps_version
+
+T = TypeVar("T")
 
 FORMAT = "sgps-archive"
 FORMAT_VERSION = 1
@@ -328,29 +330,43 @@ def extract_to_new_folder(
 ) -> ArchiveIndex:
     """Unpack every member of `archive` into the new folder `out`, atomically.
 
-    Everything is written into a temporary folder beside `out`, which is renamed to `out`
-    only once every member has been checked and `complete` (given the index and that
-    folder: it may add what the packer left out, or raise) has returned.
+    Every member is checked, and `complete` (given the index and the folder being built: it
+    may add what the packer left out, or raise) has returned, before `out` appears.
     """
-    if out.exists() or out.is_symlink():
-        raise ConfigError(f"{out}: already exists; unpack into a new folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{temporary_stem(out.name)}.", suffix=".unpacking", dir=out.parent))
-    try:
+
+    def fill(building: Path) -> ArchiveIndex:
         index, members = read_members(archive)
         for member in members:
-            _write_member(building, member.path, member.data)
+            write_member(building, member.path, member.data)
         if complete is not None:
             complete(index, building)
+        return index
+
+    return build_new_folder(out, fill, "unpack")
+
+
+def build_new_folder(out: Path, fill: Callable[[Path], T], verb: str) -> T:
+    """Make the new folder `out` with what `fill` writes into it, atomically; returns what `fill` returns.
+
+    `fill` writes into a temporary folder beside `out`, which is renamed to `out` only once
+    `fill` has returned: a failure or an interrupt leaves no half-made folder behind. `verb`
+    names the operation in the refusal of an `out` that exists ("unpack", "fork").
+    """
+    if out.exists() or out.is_symlink():
+        raise ConfigError(f"{out}: already exists; {verb} into a new folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{temporary_stem(out.name)}.", suffix=f".{verb}ing", dir=out.parent))
+    try:
+        result = fill(building)
         os.chmod(building, 0o777 & ~current_umask())
         os.rename(building, out)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
-    return index
+    return result
 
 
-def _write_member(root: Path, path: str, data: bytes) -> None:
+def write_member(root: Path, path: str, data: bytes) -> None:
     target = root.joinpath(*PurePosixPath(path).parts)
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "xb") as handle:

@@ -61,11 +61,11 @@ def pack_run(
     given = {"train": problems, "validation": validation}
     fingerprint = progress.pop("fingerprint", {})
     opened = Run.from_document(run, parse_toml(files[CONFIG], run / CONFIG))  # the snapshot's config, not read again
-    _check_problems(opened, problems, validation, fingerprint)
+    check_problems(opened, problems, validation, fingerprint)
     for name, path in given.items():
         if path is None:
             continue
-        data = _read_problem_file(path)
+        data = read_problem_file(path)
         member = PROBLEM_FILES[name]
         if member in files and files[member] != data:
             raise ConfigError(f"{run / member}: the run folder already holds other {name} problems than {path}")
@@ -192,7 +192,7 @@ def read_bytes(path: Path) -> bytes:
 
 def left_out(name: str) -> bool:
     """Whether a file called `name` stays out of an archive: a lock, or a temporary file of a write."""
-    return name == ".lock" or (name.startswith(".") and name.endswith((".tmp", ".packing", ".unpacking")))
+    return name == ".lock" or (name.startswith(".") and name.endswith((".tmp", ".packing", ".unpacking", ".forking")))
 
 
 def checkpoint_progress(run: Path, files: Mapping[str, bytes], prefix: str = "") -> dict[str, Any]:
@@ -222,7 +222,7 @@ def checkpoint_progress(run: Path, files: Mapping[str, bytes], prefix: str = "")
     return progress
 
 
-def _check_problems(run: Run, problems: Path, validation: Path | None, fingerprint: Mapping[str, str]) -> None:
+def check_problems(run: Run, problems: Path, validation: Path | None, fingerprint: Mapping[str, str]) -> None:
     """Refuse problem files other than those the run's checkpoint recorded (the run could not resume on them)."""
     config = run.config
     levels = read_levels(problems, config.run.domain or None)
@@ -234,7 +234,7 @@ def _check_problems(run: Run, problems: Path, validation: Path | None, fingerpri
             raise ConfigError(f"{path}: not the {name} problems {run.path} was trained on{extra}")
 
 
-def _read_problem_file(path: Path) -> bytes:
+def read_problem_file(path: Path) -> bytes:
     if path.is_dir():
         raise ConfigError(f"{path}: a folder of level files; pack a run trained on one level file")
     return read_bytes(path)
