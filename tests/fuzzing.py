@@ -61,6 +61,7 @@ OUTPUTS: dict[tuple[str, str], tuple[str, str]] = {
     ("demo", "out"): ("folder", "demo --out {OUT} --no-train --count 1"),
     ("pack", "out"): ("folder", "pack {run} --problems {levels} --out {OUT}"),
     ("unpack", "out"): ("folder", "unpack {archive} --out {OUT}"),
+    ("fork", "out"): ("folder", "fork {run} --problems {levels} --out {OUT} --initial-budget 400"),
 }
 #: File outputs that are pictures, whose names must end in their format's suffix.
 PICTURES = ("show", "solve", "subgoals")
@@ -74,6 +75,7 @@ INPUT_OPTIONS = {
     ("train", "extra_problems"), ("train", "validation"), ("train", "config"), ("test", "run"),
     ("test", "problems"), ("subgoals", "run"), ("subgoals", "problems"), ("compare", "config"), ("report", "dir"),
     ("demo", "config"), ("pack", "path"), ("pack", "problems"), ("pack", "validation"), ("unpack", "archive"),
+    ("fork", "run"), ("fork", "problems"), ("fork", "validation"),
 }  # fmt: skip
 #: Options holding a path that the parser reads as text (a setting), with the outputs above.
 TEXT_PATH_OPTIONS = {("train", "tensorboard")}
@@ -170,7 +172,8 @@ def output_path_cases(space: Workspace) -> list[Case]:
             argv = space.fill(template, str(root / "levels-folder" / "zz.txt"))
             cases.append(Case("output paths", f"{command} --{dest} <named like a level file>", _cli(argv)))
         if command not in ("generate", "demo"):  # the command's own input as its output
-            argv = space.fill(template, str(space.run if command in ("test", "subgoals", "pack") else space.levels))
+            own_input = space.run if command in ("test", "subgoals", "pack", "fork") else space.levels
+            argv = space.fill(template, str(own_input))
             cases.append(Case("output paths", f"{command} --{dest} <its input>", _cli(argv)))
     return cases + test_record_cases(space)
 

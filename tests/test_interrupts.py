@@ -452,3 +452,25 @@ def test_a_killed_solver_process_is_replaced_and_the_dataset_is_the_undamaged_on
     assert process.returncode == 0 and "Traceback" not in err, err
     write_dataset(tmp_path / "whole.npz", build_dataset(domain, read_levels(problems).levels).dataset)
     assert out.read_bytes() == (tmp_path / "whole.npz").read_bytes()
+
+
+def _blocked_signals() -> set[int]:
+    return set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+
+def test_solver_processes_start_with_ctrl_c_held_and_it_reaches_the_builder_afterwards():
+    """A Ctrl-C while `sgps dataset` starts its solver processes must neither kill one mid-start (it would
+    print a fatal error of its own) nor be lost: the children inherit it held, the builder raises it after."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from sgps.training.methods.hips.dataset import _interrupts_held
+
+    with pytest.raises(KeyboardInterrupt), _interrupts_held():
+        signal.raise_signal(signal.SIGINT)  # noted, not raised, inside the block
+        with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+            held_in_child = pool.submit(_blocked_signals).result()
+        assert signal.SIGINT in _blocked_signals()
+    assert signal.SIGINT in held_in_child
+    assert signal.SIGINT not in _blocked_signals()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

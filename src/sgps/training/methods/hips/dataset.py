@@ -20,6 +20,8 @@ import io
 import json
 import multiprocessing
 import os
+import signal
+import threading
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -190,14 +192,69 @@ def _solve_all(
 def _solve_in_pool(
     domain: Domain[Any], levels: Sequence[Level], todo: Sequence[int], max_states: int | None, workers: int
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(index, outcome) of each level in `todo` as one of `workers` solver processes finishes it."""
-    with ProcessPoolExecutor(min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(solve_level, domain, levels[index].state, max_states): index for index in todo}
-        try:
-            for future in as_completed(futures):
-                yield futures[future], future.result()
-        finally:
-            pool.shutdown(cancel_futures=True)
+    """(index, outcome) of each level in `todo` as one of `workers` solver processes finishes it.
+
+    Ctrl-C is this process's to handle, as in the training pools (`guard_solver_process`): a
+    terminal sends it to every process of the group, and a solver process hit while its
+    interpreter starts would die printing a fatal error of its own. The solver processes
+    are started with Ctrl-C held back, and ignore it once started; this process stops them
+    when it stops (`_stop_solvers`), without waiting for their solves.
+    """
+    pool = ProcessPoolExecutor(min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"),
+                               initializer=guard_solver_process)  # fmt: skip
+    try:
+        with _interrupts_held():  # the processes start here, and inherit the held signal
+            futures = {pool.submit(solve_level, domain, levels[index].state, max_states): index for index in todo}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+    except BaseException:
+        _stop_solvers(pool)
+        raise
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def guard_solver_process() -> None:
+    """Set up a solver process: ignore Ctrl-C (which discards one held back while it started), then let
+    signals through again."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C back while solver processes start, in them and in this process.
+
+    The processes started meanwhile inherit this thread's mask, in which it is blocked.
+    This process may have other threads (a progress bar's), to which the system would
+    deliver it, so its handler is replaced meanwhile by one that notes it; once the block
+    ends, a noted Ctrl-C is raised again under the handler that was there (in the main
+    thread, the only one that may set handlers; a handler set outside Python is left alone).
+    """
+    swap = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not None
+    noted: list[int] = []
+    handler = signal.signal(signal.SIGINT, lambda number, _frame: noted.append(number)) if swap else None
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        if swap:
+            signal.signal(signal.SIGINT, handler)
+            if noted:
+                signal.raise_signal(signal.SIGINT)
+
+
+def _stop_solvers(pool: ProcessPoolExecutor) -> None:
+    """End the pool's solver processes now: a stopped build does not wait for solves that may take
+    minutes (the journal keeps what was finished). `ProcessPoolExecutor` has no public way to do it
+    before Python 3.14's `terminate_workers`."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 def solve_level(domain: Domain[Any], state: Any, max_states: int | None) -> dict[str, Any]:
