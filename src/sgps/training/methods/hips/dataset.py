@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -231,6 +232,7 @@ def _interrupts_held() -> Iterator[None]:
     ends, a noted Ctrl-C is raised again under the handler that was there (in the main
     thread, the only one that may set handlers; a handler set outside Python is left alone).
     """
+    resource_tracker.ensure_running()  # starting it later would unblock the signal (it blocks and unblocks it)
     swap = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not None
     noted: list[int] = []
     handler = signal.signal(signal.SIGINT, lambda number, _frame: noted.append(number)) if swap else None
