@@ -84,8 +84,9 @@ def test_a_forks_max_budget_caps_the_budget_in_effect_and_a_fork_takes_the_probl
     assert fork_run(parent, fork, {"bootstrap": {"max_budget": 300}}, problems=problems).budget == 300
     loop = read_trainer_state(fork / "checkpoints" / "trainer.pt")["loop"]
     assert (loop["train_budget"], loop["validation_budget"]) == (300, 300)
-    again = sgps.fork(fork, tmp_path / "again", initial_budget=200)  # the problems in fork/problems/train.txt
+    again = sgps.fork(fork, tmp_path / "again", initial_budget=200, time_limit=30)  # problems: fork/problems/train.txt
     assert again.budget == 200 and (tmp_path / "again" / "problems" / "train.txt").read_bytes() == problems.read_bytes()
+    assert read_toml(tmp_path / "again" / "config.toml")["bootstrap"]["time_limit_minutes"] == 30
     with pytest.raises(TypeError, match="out must be a folder"):
         sgps.fork(fork, 3)
 

@@ -31,7 +31,7 @@ from sgps.search import SearchResult, search, search_lockstep
 from sgps.search.costs import Algorithm
 from sgps.training import RunDirectory, runner
 from sgps.training.config import option_overrides
-from sgps.training.fork import Fork, fork_run
+from sgps.training.fork import Fork, fork_changes, fork_run
 from sgps.training.methods.plugin import RunSearch
 from sgps.training.run import Run
 from sgps.training.setup import pick_device
@@ -350,10 +350,9 @@ def fork(
     paths = {"run": _path("run", run, "a run folder"), "out": _path("out", out, "a folder")}
     given = {name: None if value is None else _path(name, value, "a level file")
              for name, value in (("problems", problems), ("validation", validation))}  # fmt: skip
-    settings = {"initial_budget": initial_budget, "max_budget": max_budget, "schedule": schedule,
-                "checkpoint_every": checkpoint_every, "max_iterations": max_iterations,
-                "time_limit_minutes": time_limit, "max_expansions": max_expansions}  # fmt: skip
-    changes = {"bootstrap": {key: value for key, value in settings.items() if value is not None}}
+    changes = fork_changes(initial_budget=initial_budget, max_budget=max_budget, schedule=schedule,
+                           checkpoint_every=checkpoint_every, max_iterations=max_iterations,
+                           time_limit=time_limit, max_expansions=max_expansions)  # fmt: skip
     return fork_run(paths["run"], paths["out"], changes, problems=given["problems"], validation=given["validation"])
 
 

@@ -44,7 +44,7 @@ from sgps.training import runner
 from sgps.training.archive import DEFAULT_PART_BYTES, MIN_PART_BYTES
 from sgps.training.budget import SCHEDULES
 from sgps.training.config import TRAIN_OPTIONS, check_options_apply, option_overrides
-from sgps.training.fork import fork_run
+from sgps.training.fork import fork_changes, fork_run
 from sgps.training.methods.hips.dataset import build_dataset, dataset_journal, write_dataset
 from sgps.training.methods.plugin import MethodPlugin
 from sgps.training.placement import check_threads, usable_cores
@@ -795,10 +795,9 @@ def cmd_unpack(args: argparse.Namespace) -> int:
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
-    settings = {"initial_budget": args.initial_budget, "max_budget": args.max_budget, "schedule": args.schedule,
-                "checkpoint_every": args.checkpoint_every, "max_expansions": args.max_expansions,
-                "max_iterations": args.max_iterations, "time_limit_minutes": args.time_limit}  # fmt: skip
-    changes = {"bootstrap": {key: value for key, value in settings.items() if value is not None}}
+    changes = fork_changes(initial_budget=args.initial_budget, max_budget=args.max_budget, schedule=args.schedule,
+                           checkpoint_every=args.checkpoint_every, max_iterations=args.max_iterations,
+                           time_limit=args.time_limit, max_expansions=args.max_expansions)  # fmt: skip
     made = fork_run(args.run, args.out, changes, problems=args.problems, validation=args.validation)
     print(f"forked {args.run} at {made.expansions:,} expansions (iteration {made.iteration}, batch "
           f"{made.next_batch}) into {args.out}: {'; '.join(made.changes) or 'no setting changed'}; next training "

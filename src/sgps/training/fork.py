@@ -54,6 +54,27 @@ FORK_SETTINGS = (*FORK_ONLY_SETTINGS, *(("bootstrap", key) for key in LIMIT_SETT
 TRAINER = CHECKPOINT_FILES[0]
 
 
+def fork_changes(
+    *,
+    initial_budget: int | None = None,
+    max_budget: int | None = None,
+    schedule: str | None = None,
+    checkpoint_every: int | None = None,
+    max_iterations: int | None = None,
+    time_limit: float | None = None,
+    max_expansions: int | None = None,
+) -> dict[str, dict[str, Any]]:
+    """The `changes` of `fork_run` from the options of ``sgps fork`` (None keeps the parent's value).
+
+    The command line and the Python API both call it, so an option reaches the same setting
+    (``--time-limit`` minutes are ``bootstrap.time_limit_minutes``) whichever way a fork is made.
+    """
+    settings = {"initial_budget": initial_budget, "max_budget": max_budget, "schedule": schedule,
+                "checkpoint_every": checkpoint_every, "max_iterations": max_iterations,
+                "time_limit_minutes": time_limit, "max_expansions": max_expansions}  # fmt: skip
+    return {"bootstrap": {key: value for key, value in settings.items() if value is not None}}
+
+
 @dataclass(frozen=True)
 class Fork:
     """A fork just made: where it is, where it came from and what changed."""
