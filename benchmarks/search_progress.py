@@ -26,10 +26,16 @@ same on any machine. Usage::
 
 ``--mixture arithmetic`` (or ``geometric``) searches with π^SG's codes mixed so instead of as
 the run's configuration says (docs/subgoals.md, "Mixture"): the same weights, another policy.
+``--within 8000 16000 ...`` also counts the levels solved within each of those budgets, from
+the same searches: a search at budget B expands the nodes a search at a smaller budget b
+would, in the same order, and stops later, so a level it solves with at most b expansions is
+one the search at b solves too (the budget only stops a search, spec/algorithms.md). One
+search at the largest budget thus gives the solves at every smaller one.
+
 ``--csv OUT.csv`` also writes the rows, with the learning updates each weights file had
 seen where its name says so (``...-updates-N.safetensors``; ``untrained``: 0). ``--plot
 OUT.png --from A.csv B.csv --runs a=RUN_A b=RUN_B`` draws the study's figure: the runs'
-outstanding training problems against expansions and against updates, and the csv files'
+training problems solved against expansions and against updates, and the csv files'
 diamonds and depths against updates; ``--targets A.csv B.csv`` (rows of
 benchmarks/subgoal_targets.py) adds how much the codes' subgoals and π_low differ, and
 run folders whose learning.csv has π_low's probe add its share of pairs reached.
@@ -90,7 +96,8 @@ def plot(
     out: Path,
     targets: dict[str, list[dict[str, str]]] | None = None,
 ) -> None:
-    """Outstanding training problems against expansions and against updates (one line per run folder),
+    """Training problems solved (the first outstanding count less each later one: a few of 10,000 stay
+    visible) against expansions and against updates (one line per run folder),
     and the most diamonds and the deepest node reached against updates (one line per csv); with
     `targets` (rows of benchmarks/subgoal_targets.py), how much the K codes' subgoals and π_low's
     actions differ against updates (one pair of lines per csv); for the runs that have it, π_low's
@@ -117,27 +124,30 @@ def plot(
                      color=line[0].get_color(), label=f"{name}: π_low")  # fmt: skip
     if targets:
         axes[4].set(xlabel="learning updates", ylabel="how much the K codes differ (TV)", ylim=(0, 1))
+    totals, most = set(), 0
     for name, run in runs.items():
         with (run / "metrics" / "outstanding.csv").open() as handle:
             rows = [row for row in csv.DictReader(handle) if row["outstanding"]]
-        total = int(rows[0]["outstanding"])
-        percent = [100 * int(row["outstanding"]) / total for row in rows]
-        by_expansions.plot([int(row["cumulative_expansions"]) / 1e6 for row in rows], percent, label=name)
-        by_updates.plot(range(len(rows)), percent, label=name)
+        totals.add(int(rows[0]["outstanding"]))
+        solved = [int(rows[0]["outstanding"]) - int(row["outstanding"]) for row in rows]
+        most = max(most, *solved)
+        by_expansions.step([int(row["cumulative_expansions"]) / 1e6 for row in rows], solved, where="post", label=name)
+        by_updates.step(range(len(rows)), solved, where="post", label=name)
     for name, rows in rows_by_file.items():
         points = sorted((int(row["updates"]), float(row["gems"]), float(row["depth"]))
                         for row in rows if row["updates"])  # fmt: skip
         gems_axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
         depth_axis.plot([p[0] for p in points], [p[2] for p in points], marker="o", label=name)
-    by_expansions.set(xlabel="training expansions (millions)", ylabel="outstanding training problems (%)",
-                      ylim=(0, 105))  # fmt: skip
-    by_updates.set(xlabel="training batches (π^SG: a learning update each)", ylabel="outstanding training problems (%)",
-                   ylim=(0, 105))  # fmt: skip
+    of = f" of {totals.pop():,}" if len(totals) == 1 else ""
+    room = (0, 2 * most + 1)  # the upper half for the legend
+    by_expansions.set(xlabel="training expansions (millions)", ylabel=f"training problems solved{of}", ylim=room)
+    by_updates.set(xlabel="training batches (π^SG: a learning update each)", ylabel=f"training problems solved{of}",
+                   ylim=room)  # fmt: skip
     gems_axis.set(xlabel="learning updates", ylabel="most diamonds reached (mean over levels)", ylim=(0, 4))
     depth_axis.set(xlabel="learning updates", ylabel="deepest node reached (mean over levels)")
     for axis in axes:
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=8)
+        axis.legend(fontsize=7, loc="upper left" if axis in (by_expansions, by_updates) else "best")
     figure.tight_layout()
     figure.savefig(out, dpi=110)
 
@@ -161,13 +171,15 @@ def probe_curve(run: Path) -> tuple[list[int], list[float]]:
 
 
 def progress(domain: Any, results: list[Any]) -> dict[str, Any]:
-    """What the searches reached: solved count, diamonds, depth, exits opened."""
+    """What the searches reached: solved count, diamonds, depth, exits opened (diamonds and exits
+    are BoulderDash's; on another domain they stay 0, and the solved counts and depths hold)."""
     gems, depths, exits = [], [], 0
     for result in results:
         states = result.graph.states if result.graph is not None else ()
-        gems.append(max((state.gems for state in states), default=0))
+        boulderdash = [state for state in states if hasattr(state, "gems")]
+        gems.append(max((state.gems for state in boulderdash), default=0))
         depths.append(int(result.graph.depths.max()) if result.graph is not None else 0)
-        exits += any(state.gems >= state.board.extra for state in states)
+        exits += any(state.gems >= state.board.extra for state in boulderdash)
     return {
         "solved": sum(result.solved for result in results),
         "gems": sum(gems) / len(gems),
@@ -185,6 +197,8 @@ def main() -> None:
     parser.add_argument("--problems", type=Path)
     parser.add_argument("--count", type=int, default=16)
     parser.add_argument("--budget", type=int, default=4000)
+    parser.add_argument("--within", nargs="+", type=int, default=[], metavar="B",
+                        help="also count the levels solved within these budgets (each at most --budget)")  # fmt: skip
     parser.add_argument("--evaluator", choices=("train", "test"), default="train")
     parser.add_argument("--mixture", choices=("geometric", "arithmetic"), help="mix π^SG's codes so instead")
     parser.add_argument("--csv", type=Path, help="also write the rows here")
@@ -201,6 +215,8 @@ def main() -> None:
         return
     if args.run is None or args.problems is None:
         parser.error("RUN and --problems are needed (unless --plot)")
+    if any(not 1 <= bound <= args.budget for bound in args.within):
+        parser.error(f"--within budgets must be between 1 and --budget ({args.budget})")
     torch.set_num_threads(1)
     levels = read_levels(args.problems).states()[: args.count]  # the run's domain is checked below
     print(f"{args.problems}: first {len(levels)} levels, budget {args.budget}, {args.evaluator} evaluator")
@@ -222,11 +238,16 @@ def main() -> None:
         histogram = " ".join(f"{gems}:{count}" for gems, count in found["histogram"].items())
         print(f"{label[-60:]:60s} {found['solved']:6d} {found['gems']:5.2f}  ({histogram:32s}) "
               f"{found['depth']:6.1f} {found['exit']:5d} {found['expanded'] / seconds:7.0f}")  # fmt: skip
+        within = {f"solved_within_{bound}": sum(result.solved and result.expanded <= bound for result in results)
+                  for bound in args.within}  # fmt: skip
+        if within:
+            print("    " + ", ".join(f"{key.removeprefix('solved_')}: {count}" for key, count in within.items()))
         updates = updates_of(label)
         rows.append({"weights": label, "updates": "" if updates is None else updates, "mixture": config.subgoal.mixture,
                      "levels": len(levels),
                      "budget": args.budget, "solved": found["solved"], "gems": f"{found['gems']:.3f}",
-                     "histogram": histogram, "depth": f"{found['depth']:.1f}", "exit": found["exit"]})  # fmt: skip
+                     "histogram": histogram, "depth": f"{found['depth']:.1f}", "exit": found["exit"],
+                     **within})  # fmt: skip
     if args.csv is not None:
         write_rows(args.csv, rows)
 

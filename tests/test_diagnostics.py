@@ -118,3 +118,18 @@ def test_the_probe_curve_averages_each_full_window_of_updates(tmp_path):
     assert updates == [window, 2 * window]  # the 3 updates of the unfinished window are left out
     assert means == pytest.approx([sum(first) / len(first), sum(second) / len(second)])
     assert search_progress.probe_curve(tmp_path / "elsewhere") == ([], [])
+
+
+def test_search_progress_counts_the_solves_within_a_smaller_budget_as_a_search_at_that_budget(subgoal_run):
+    """``--within b`` reads the solves of a search at b off one search at a larger budget: the
+    budget only stops a search, so the two must agree level by level (docs/results.md's budget
+    sweeps rest on it)."""
+    run, problems = subgoal_run
+    large = run_script("search_progress.py", run, "--problems", problems, "--count", 12, "--budget", 3000,
+                       "--weights", "latest", "--within", 800, 2400, 3000)  # fmt: skip
+    within = [int(large[0][f"solved_within_{bound}"]) for bound in (800, 2400, 3000)]
+    assert within == sorted(within) and within[-1] == int(large[0]["solved"])
+    assert 0 < within[1] < within[2]  # solves below and above 2,400, so the check below means something
+    small = run_script("search_progress.py", run, "--problems", problems, "--count", 12, "--budget", 2400,
+                       "--weights", "latest")  # fmt: skip
+    assert int(small[0]["solved"]) == within[1]

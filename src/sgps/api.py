@@ -337,12 +337,14 @@ def fork(
     max_budget: int | None = None,
     schedule: str | None = None,
     checkpoint_every: int | None = None,
+    solution_memory: int | None = None,
     max_iterations: int | None = None,
     time_limit: float | None = None,
     max_expansions: int | None = None,
 ) -> Fork:
     """Fork the run folder `run` at its last checkpoint into the new folder `out`, as ``sgps fork`` does
-    (`sgps.training.fork`): the same networks, optimisers and problems, other budgets or limits.
+    (`sgps.training.fork`): the same networks, optimisers and problems, other budgets, limits or
+    solution memory (`bootstrap.solution_memory`).
 
     None keeps the parent's value. Go on with ``train(FORK/problems/train.txt, out, resume=True)``
     (`Fork.resume_command`).
@@ -351,8 +353,9 @@ def fork(
     given = {name: None if value is None else _path(name, value, "a level file")
              for name, value in (("problems", problems), ("validation", validation))}  # fmt: skip
     changes = fork_changes(initial_budget=initial_budget, max_budget=max_budget, schedule=schedule,
-                           checkpoint_every=checkpoint_every, max_iterations=max_iterations,
-                           time_limit=time_limit, max_expansions=max_expansions)  # fmt: skip
+                           checkpoint_every=checkpoint_every, solution_memory=solution_memory,
+                           max_iterations=max_iterations, time_limit=time_limit,
+                           max_expansions=max_expansions)  # fmt: skip
     return fork_run(paths["run"], paths["out"], changes, problems=given["problems"], validation=given["validation"])
 
 

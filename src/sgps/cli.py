@@ -356,6 +356,8 @@ def _add_fork_command(commands: Any) -> None:
     fork_cmd.add_argument("--max-budget", type=_int, metavar="B", help="cap on the budget (0: none)")
     fork_cmd.add_argument("--schedule", choices=tuple(SCHEDULES), help="budget schedule from now on")
     fork_cmd.add_argument("--checkpoint-every", type=_int, metavar="N", help="batches between checkpoints")
+    fork_cmd.add_argument("--solution-memory", type=_int, metavar="M", help="earlier solutions each update learns "
+                          "from again (0: none, the paper's; the memory starts empty at the fork)")  # fmt: skip
     fork_cmd.add_argument("--max-expansions", type=_int, metavar="N", help="training budget in expansions, "
                           "counting the parent's (0: no limit)")  # fmt: skip
     fork_cmd.add_argument("--max-iterations", type=_int, metavar="N", help="passes over the training problems")
@@ -796,8 +798,9 @@ def cmd_unpack(args: argparse.Namespace) -> int:
 
 def cmd_fork(args: argparse.Namespace) -> int:
     changes = fork_changes(initial_budget=args.initial_budget, max_budget=args.max_budget, schedule=args.schedule,
-                           checkpoint_every=args.checkpoint_every, max_iterations=args.max_iterations,
-                           time_limit=args.time_limit, max_expansions=args.max_expansions)  # fmt: skip
+                           checkpoint_every=args.checkpoint_every, solution_memory=args.solution_memory,
+                           max_iterations=args.max_iterations, time_limit=args.time_limit,
+                           max_expansions=args.max_expansions)  # fmt: skip
     made = fork_run(args.run, args.out, changes, problems=args.problems, validation=args.validation)
     print(f"forked {args.run} at {made.expansions:,} expansions (iteration {made.iteration}, batch "
           f"{made.next_batch}) into {args.out}: {'; '.join(made.changes) or 'no setting changed'}; next training "

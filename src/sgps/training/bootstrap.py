@@ -39,6 +39,7 @@ from sgps.search.evaluators import ObservationEvaluator
 from sgps.training.budget import Budgets, PassOutcome, get_schedule
 from sgps.training.randomness import numpy_state, restore_numpy_state
 from sgps.training.rundir import RunDirectory
+from sgps.training.solution_memory import recall, remember
 from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
 
 
@@ -175,6 +176,9 @@ class BootstrapConfig:
     max_expansions: int = 0
     checkpoint_every: int = 10
     stop_when_all_solved: bool = True  # the paper's loop; False: run on until the validation rule
+    #: Earlier solutions each update learns from again, besides its batch's (0: none, the reference's;
+    #: `sgps.training.solution_memory`).
+    solution_memory: int = 0
 
 
 @dataclass
@@ -201,6 +205,7 @@ class LoopState:
     stop_reason: str = ""  # why the run finished: one of STOP_REASONS ("" while it runs)
     started: bool = False  # the initial (0 expansions, N outstanding) row is written
     seconds: float = 0.0
+    remembered: list[list[Any]] = dataclasses.field(default_factory=list)  # `solution_memory` entries
 
 
 #: Why a run finished. The first two are the paper's stopping rules and the third the training budget
@@ -380,7 +385,9 @@ class Bootstrap:
                 state.solved.add(problem)
                 state.pass_successes += 1
                 state.pass_success_expansions += result.expanded
-        report = self.method.learn(self.domain, results)
+        recalled = self._recall(ids, results)
+        state.remembered = remember(state.remembered, ids, results, config.solution_memory)
+        report = self.method.learn(self.domain, [*results, *recalled])
         outstanding = len(self.train) - len(state.solved)
         where = {"iteration": state.iteration, "batch": batch}
         seconds = round(time.perf_counter() - started, 3)
@@ -397,10 +404,19 @@ class Bootstrap:
         for listener in self.listeners:
             listener.batch_done(record)
         losses = ", ".join(f"{k} {v:.4g}" for k, v in report.items() if k.startswith("loss") and v is not None)
+        memory = f"; learnt {len(recalled)} remembered solutions again" if config.solution_memory else ""
         self.run_dir.log(
             f"iteration {state.iteration} batch {batch}: solved {solved}/{len(ids)}, "
-            f"budget {state.train_budget}, outstanding {outstanding}; {losses or 'no update'}"
+            f"budget {state.train_budget}, outstanding {outstanding}; {losses or 'no update'}{memory}"
         )
+
+    def _recall(self, ids: Sequence[int], results: Sequence[SearchResult]) -> list[SearchResult]:
+        """The remembered solutions this batch's update learns again: those of problems it did not solve."""
+        solved_now = {problem for problem, result in zip(ids, results, strict=True) if result.solved}
+        try:
+            return recall(self.domain, self.train, self.state.remembered, solved_now)
+        except ValueError as error:
+            raise CheckpointError(f"{self.run_dir.checkpoints / 'trainer.pt'}: {error}") from None
 
     def _end_of_pass(self, started: float) -> None:
         state, config = self.state, self.config

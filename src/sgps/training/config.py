@@ -324,6 +324,7 @@ LATER_SETTINGS: dict[tuple[str, str], Any] = {
     ("subgoal", "tree_rng"): "batch",
     ("subgoal", "code_objective"): "reconstruction",
     ("subgoal", "action_weight"): 1.0,
+    ("bootstrap", "solution_memory"): 0,
 }
 
 

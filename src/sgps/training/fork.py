@@ -9,8 +9,11 @@ parent would have searched next, under the fork's budget. Its metrics keep the p
 rows, so its curves count the expansions the parent spent: a fork is compared with other
 runs at equal total expansions.
 
-What a fork may change is the budget schedule, how often it checkpoints and the limits
-(`FORK_SETTINGS`); the networks, the learner and the problems are the parent's. A changed
+What a fork may change is the budget schedule, how often it checkpoints, the limits and the
+solution memory (`FORK_SETTINGS`); the networks, the learner and the problems are the parent's.
+A fork's solution memory holds what the parent's held (the latest `bootstrap.solution_memory`
+of it; none where the parent had none): a fork that turns the memory on at a checkpoint before
+its parent's first solve goes on exactly as a run that had it from the start. A changed
 ``bootstrap.initial_budget`` is the budget of the fork's next searches (training and
 validation) and its schedule's B_0 from then on, as if the run had started with it; a
 ``bootstrap.max_budget`` caps the budget in effect at once. The log's first new line says
@@ -48,7 +51,7 @@ from sgps.version import sgps_version
 #: often it checkpoints (a batch at a larger budget takes longer; when checkpoints are written changes
 #: no result, as a resumed run equals one never stopped).
 FORK_ONLY_SETTINGS = (("bootstrap", "initial_budget"), ("bootstrap", "max_budget"), ("bootstrap", "schedule"),
-                      ("bootstrap", "checkpoint_every"))  # fmt: skip
+                      ("bootstrap", "checkpoint_every"), ("bootstrap", "solution_memory"))  # fmt: skip
 #: Everything a fork may change: those and the limits. The rest is the parent's run.
 FORK_SETTINGS = (*FORK_ONLY_SETTINGS, *(("bootstrap", key) for key in LIMIT_SETTINGS))
 TRAINER = CHECKPOINT_FILES[0]
@@ -60,6 +63,7 @@ def fork_changes(
     max_budget: int | None = None,
     schedule: str | None = None,
     checkpoint_every: int | None = None,
+    solution_memory: int | None = None,
     max_iterations: int | None = None,
     time_limit: float | None = None,
     max_expansions: int | None = None,
@@ -70,7 +74,8 @@ def fork_changes(
     (``--time-limit`` minutes are ``bootstrap.time_limit_minutes``) whichever way a fork is made.
     """
     settings = {"initial_budget": initial_budget, "max_budget": max_budget, "schedule": schedule,
-                "checkpoint_every": checkpoint_every, "max_iterations": max_iterations,
+                "checkpoint_every": checkpoint_every, "solution_memory": solution_memory,
+                "max_iterations": max_iterations,
                 "time_limit_minutes": time_limit, "max_expansions": max_expansions}  # fmt: skip
     return {"bootstrap": {key: value for key, value in settings.items() if value is not None}}
 
@@ -142,6 +147,8 @@ def fork_run(
                    dict(payload.get("fingerprint") or {}))  # fmt: skip
     described = _describe_changes(old, new)
     budget = _apply_budgets(loop, old, new)
+    capacity = new.bootstrap.solution_memory
+    loop["remembered"] = list(loop.get("remembered", []))[-capacity:] if capacity else []
     payload["fingerprint"] = _forked_fingerprint(dict(payload.get("fingerprint") or {}), new)
     line = (f"sgps {sgps_version()}: forked from {parent.absolute()} at {int(loop['cumulative_expansions'])} "
             f"expansions (iteration {loop['iteration']}, batch {loop['next_batch']}): "

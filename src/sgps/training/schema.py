@@ -150,6 +150,7 @@ RULES: dict[str, dict[str, Any]] = {
         "max_expansions": _integer(0, 2**63 - 1, " (0: no limit)"),
         "checkpoint_every": COUNT,
         "stop_when_all_solved": FLAG,
+        "solution_memory": _integer(0, MAX_COUNT, " (0: each update learns from its batch alone)"),
     },
     "subgoal": {
         "conditioning": _choice(CONDITIONINGS, renamed="conditioning"),
