@@ -133,3 +133,21 @@ def test_search_progress_counts_the_solves_within_a_smaller_budget_as_a_search_a
     small = run_script("search_progress.py", run, "--problems", problems, "--count", 12, "--budget", 2400,
                        "--weights", "latest")  # fmt: skip
     assert int(small[0]["solved"]) == within[1]
+
+
+def test_paired_runs_counts_the_searches_both_runs_made_and_tests_the_problems_one_alone_solved(tmp_path):
+    header = "iteration,batch,problem,budget,solved,expanded,length,seconds\n"
+    for name, rows in (("a", ["0,1,7,9,1,50,12,0", "0,1,8,9,0,90,,0", "0,2,3,9,0,90,,0"]),
+                       ("b", ["0,0,5,9,1,10,4,0", "0,1,7,9,0,90,,0", "0,1,8,9,1,60,20,0"])):  # fmt: skip
+        (tmp_path / name / "metrics").mkdir(parents=True)
+        (tmp_path / name / "metrics" / "train.csv").write_text(header + "\n".join(rows) + "\n")
+    command = [sys.executable, str(REPO / "benchmarks" / "paired_runs.py"), str(tmp_path / "a"), str(tmp_path / "b"),
+               "--from-batch", "1"]  # fmt: skip
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "2 searches both made" in done.stdout  # batch 0 is before --from-batch, batch 2 only a's
+    assert "both solved 0; only" in done.stdout and "sign test p = 0.750" in done.stdout  # 1 against 1: P(X >= 1)
+    spec = importlib.util.spec_from_file_location("paired_runs", REPO / "benchmarks" / "paired_runs.py")
+    paired_runs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(paired_runs)
+    assert paired_runs.sign_test(6, 3) == 130 / 512 and paired_runs.sign_test(0, 0) == 1.0

@@ -1,0 +1,67 @@
+"""Two runs that searched the same problems in the same order, compared search by search.
+
+Forks of one run (`sgps fork`), or runs that share problems, seed and loop, search the same
+problem in the same batch, so their training searches pair up: which did each solve? This
+script reads the runs' metrics/train.csv, keeps the searches both made (same iteration,
+batch and problem; from batch `--from-batch` on), and prints per run the searches, solves
+and expansions, the solves per window of `--window` batches, each solve (batch, problem,
+expansions, moves), and the problems only one of them solved with the exact one-sided sign
+test on those (the chance that the run with more would get at least that many of them if
+each were a fair coin). Usage::
+
+    python benchmarks/paired_runs.py fork-a-16000 fork-j-16000 --from-batch 157
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from math import comb
+from pathlib import Path
+
+
+def searches(run: Path, from_batch: int) -> dict[tuple[int, int, int], dict[str, str]]:
+    """The run's training searches from `from_batch` on, by (iteration, batch, problem)."""
+    with (run / "metrics" / "train.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return {(int(row["iteration"]), int(row["batch"]), int(row["problem"])): row for row in rows
+            if (int(row["iteration"]), int(row["batch"])) >= (0, from_batch)}  # fmt: skip
+
+
+def sign_test(more: int, fewer: int) -> float:
+    """One-sided exact sign test: P(X >= more) for X ~ Binomial(more + fewer, 1/2)."""
+    total = more + fewer
+    return sum(comb(total, k) for k in range(more, total + 1)) / 2**total if total else 1.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", type=Path, nargs=2, help="two run folders")
+    parser.add_argument("--from-batch", type=int, default=0, help="the first batch of the first pass to count")
+    parser.add_argument("--window", type=int, default=10, help="batches per line of solves")
+    args = parser.parse_args()
+    found = [searches(run, args.from_batch) for run in args.runs]
+    shared = sorted(found[0].keys() & found[1].keys())
+    if not shared:
+        parser.error("the two runs made no search of the same problem in the same batch")
+    batches = sorted({key[:2] for key in shared})
+    print(f"{len(shared):,} searches both made, batches {batches[0]} to {batches[-1]} (iteration, batch)")
+    solved = []
+    for run, rows in zip(args.runs, found, strict=True):
+        mine = {key for key in shared if rows[key]["solved"] == "1"}
+        solved.append(mine)
+        expanded = sum(int(rows[key]["expanded"]) for key in shared)
+        windows = [sum(1 for key in mine if start <= batches.index(key[:2]) < start + args.window)
+                   for start in range(0, len(batches), args.window)]  # fmt: skip
+        print(f"{run}: {len(mine)} solved, {expanded:,} expansions; per {args.window} batches: {windows}")
+        for key in sorted(mine):
+            print(f"    batch {key[1]}: problem {key[2]}, {int(rows[key]['expanded']):,} expansions, "
+                  f"{rows[key]['length']} moves")  # fmt: skip
+    only = [len(solved[0] - solved[1]), len(solved[1] - solved[0])]
+    more = max(only)
+    print(f"both solved {len(solved[0] & solved[1])}; only {args.runs[0]}: {only[0]}, only {args.runs[1]}: {only[1]}; "
+          f"one-sided sign test p = {sign_test(more, sum(only) - more):.3f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
