@@ -257,6 +257,12 @@ def option_cases(space: Workspace) -> list[Case]:
         cases.append(Case("options per algorithm", f"test --workers {bad!r}", _cli([*test, "--workers", bad])))
     cases.append(Case("options per algorithm", "test --workers 2 --executor ray",
                       _cli([*test, "--workers", "2", "--executor", "ray"])))  # fmt: skip
+    fork = [*space.fill("fork {run} --problems {levels} --out", ""), str(space.root / "fork")]
+    for flag, typed in (("--initial-budget", "int"), ("--max-budget", "int"), ("--checkpoint-every", "int"),
+                        ("--solution-memory", "int"), ("--max-expansions", "int"), ("--max-iterations", "int"),
+                        ("--time-limit", "float"), ("--schedule", "choice")):  # fmt: skip
+        for bad in HOSTILE_VALUES[typed]:
+            cases.append(Case("options per algorithm", f"fork {flag} {bad!r}", _cli([*fork, flag, bad])))
     return cases + settings_file_cases(space, base)
 
 
@@ -394,6 +400,9 @@ def damaged_run_cases(space: Workspace) -> list[Case]:
         "trainer state is random bytes": ("checkpoints/trainer.pt", "random"),
         "metrics lost a row": ("metrics/train.csv", "cut"), "metrics are not UTF-8": ("metrics/train.csv", "binary"),
         "config is a folder": ("config.toml", "folder"), "config is empty": ("config.toml", "empty"),
+        "solution memory names no problem": ("checkpoints/trainer.pt", "memory-problem"),
+        "solution memory holds junk": ("checkpoints/trainer.pt", "memory-junk"),
+        "solution memory misses its goal": ("checkpoints/trainer.pt", "memory-goal"),
     }  # fmt: skip
     for label, (name, damage) in damages.items():
         def call(name: str = name, damage: str = damage, label: str = label) -> int:
@@ -562,7 +571,20 @@ def _entries(header: str, entries: list[dict[str, Any]], number: int, key: str, 
     return content
 
 
+#: Solution memories written into a trainer state: an index past the problems, entries of the wrong
+#: shape, and a solution that replays but does not reach its goal (refused when the update recalls it).
+DAMAGED_MEMORIES = {"memory-problem": [[10**6, [0], 5, None]], "memory-junk": [["x", "y"], 3],
+                    "memory-goal": [[0, [], 5, None]]}  # fmt: skip
+
+
 def _damage(path: Path, how: str) -> None:
+    if how in DAMAGED_MEMORIES:
+        from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
+
+        state = read_trainer_state(path)
+        state["loop"]["remembered"] = DAMAGED_MEMORIES[how]
+        path.write_bytes(encode_trainer_state(state))
+        return
     if how == "cut":
         lines = path.read_text().splitlines(keepends=True)
         path.write_text("".join(lines[:-1]))

@@ -356,8 +356,9 @@ def _add_fork_command(commands: Any) -> None:
     fork_cmd.add_argument("--max-budget", type=_int, metavar="B", help="cap on the budget (0: none)")
     fork_cmd.add_argument("--schedule", choices=tuple(SCHEDULES), help="budget schedule from now on")
     fork_cmd.add_argument("--checkpoint-every", type=_int, metavar="N", help="batches between checkpoints")
-    fork_cmd.add_argument("--solution-memory", type=_int, metavar="M", help="earlier solutions each update learns "
-                          "from again (0: none, the paper's; the memory starts empty at the fork)")  # fmt: skip
+    fork_cmd.add_argument("--solution-memory", type=_int, metavar="M",
+                          help="earlier solutions each update learns from again (0: none, the paper's); the fork "
+                          "keeps the latest M its parent remembered")  # fmt: skip
     fork_cmd.add_argument("--max-expansions", type=_int, metavar="N", help="training budget in expansions, "
                           "counting the parent's (0: no limit)")  # fmt: skip
     fork_cmd.add_argument("--max-iterations", type=_int, metavar="N", help="passes over the training problems")

@@ -39,7 +39,7 @@ from sgps.search.evaluators import ObservationEvaluator
 from sgps.training.budget import Budgets, PassOutcome, get_schedule
 from sgps.training.randomness import numpy_state, restore_numpy_state
 from sgps.training.rundir import RunDirectory
-from sgps.training.solution_memory import recall, remember
+from sgps.training.solution_memory import check_memory, recall, remember
 from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
 
 
@@ -546,6 +546,7 @@ class Bootstrap:
             loop["validation_solved"] = set(loop["validation_solved"])
             state = LoopState(**loop)
             self._check_ids(state)
+            check_memory(state.remembered, self.domain, self.train)
             if not _all_finite(payload["method"]):
                 raise ValueError("the model or optimiser state holds NaN or infinite values")
             self.method.load_state_dict(payload["method"])

@@ -44,12 +44,14 @@ from sgps.training.config import TrainConfig, parse_toml
 from sgps.training.packing import CHECKPOINT_FILES, PROBLEM_FILES, check_problems, read_problem_file, run_snapshot
 from sgps.training.run import CONFIG, Run
 from sgps.training.rundir import RunDirectory, to_toml
+from sgps.training.schema import check_value
 from sgps.training.trainer_state import decode_trainer_state, encode_trainer_state
 from sgps.version import sgps_version
 
 #: What a fork may change and a resume may not: the budget schedule (spec/algorithms.md 6.4), and how
 #: often it checkpoints (a batch at a larger budget takes longer; when checkpoints are written changes
-#: no result, as a resumed run equals one never stopped).
+#: no result, as a resumed run equals one never stopped), and the solution memory (which, until the
+#: first solve, changes nothing either).
 FORK_ONLY_SETTINGS = (("bootstrap", "initial_budget"), ("bootstrap", "max_budget"), ("bootstrap", "schedule"),
                       ("bootstrap", "checkpoint_every"), ("bootstrap", "solution_memory"))  # fmt: skip
 #: Everything a fork may change: those and the limits. The rest is the parent's run.
@@ -122,6 +124,9 @@ def fork_run(
         allowed = ", ".join(f"{section}.{key}" for section, key in FORK_SETTINGS)
         raise ConfigError(f"{', '.join(refused)} cannot change in a fork, which goes on with the parent's networks, "
                           f"learner and problems (a fork may change {allowed})")  # fmt: skip
+    for section, entries in changes.items():  # each value alone, before the parent is read (and locked)
+        for key, value in entries.items():
+            check_value(section, key, value)
     check_outputs([Output("--out", out, FOLDER)], (("RUN", parent), ("--problems", problems),
                                                    ("--validation", validation)))  # fmt: skip
     if out.absolute().is_relative_to(parent.absolute()) or parent.absolute().is_relative_to(out.absolute()):

@@ -43,6 +43,24 @@ def remember(
     return [*kept, *solved.values()][-capacity:]
 
 
+def check_memory(memory: Any, domain: Domain[Any], problems: Sequence[Any]) -> None:
+    """ValueError naming the first entry of a memory read from trainer.pt that is not [the index of one of
+    the training `problems`, a non-empty list of the domain's actions, expansions >= 0, ln π or None]
+    whose actions, replayed from that problem, reach its goal (`recall` replays them)."""
+    if not isinstance(memory, list):
+        raise ValueError("its solution memory is not a list")
+    actions = domain.num_actions
+    for position, entry in enumerate(memory):
+        fits = (isinstance(entry, list) and len(entry) == 4 and type(entry[0]) is int
+                and 0 <= entry[0] < len(problems) and isinstance(entry[1], list) and entry[1]
+                and all(type(a) is int and 0 <= a < actions for a in entry[1])
+                and type(entry[2]) is int and entry[2] >= 0
+                and (entry[3] is None or isinstance(entry[3], float)))  # fmt: skip
+        if not fits:
+            raise ValueError(f"entry {position} of its solution memory is not a solution of one of its problems")
+    recall(domain, problems, memory, exclude=set())
+
+
 def recall(
     domain: Domain[Any], problems: Sequence[Any], memory: Sequence[Entry], exclude: set[int]
 ) -> list[SearchResult]:
