@@ -61,6 +61,7 @@ from sgps.training.setup import build_method
 
 UNTRAINED = "untrained"
 PROBE_WINDOW = 10  # updates per point of the probe panel
+LINEAR_UP_TO = 100  # most problems solved that the solved panels still draw on a linear axis
 
 
 def weights_file(run: Path, name: str) -> Path | None:
@@ -95,9 +96,11 @@ def plot(
     runs: dict[str, Path],
     out: Path,
     targets: dict[str, list[dict[str, str]]] | None = None,
-) -> None:
-    """Training problems solved (the first outstanding count less each later one: a few of 10,000 stay
-    visible) against expansions and against updates (one line per run folder),
+) -> Any:
+    """Draw to `out` and return the matplotlib figure: training problems solved (the first
+    outstanding count less each later one: a few of 10,000 stay visible; on a logarithmic axis
+    above 1 once a run passes `LINEAR_UP_TO`) against expansions and against updates (one line
+    per run folder),
     and the most diamonds and the deepest node reached against updates (one line per csv); with
     `targets` (rows of benchmarks/subgoal_targets.py), how much the K codes' subgoals and π_low's
     actions differ against updates (one pair of lines per csv); for the runs that have it, π_low's
@@ -139,7 +142,13 @@ def plot(
         gems_axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
         depth_axis.plot([p[0] for p in points], [p[2] for p in points], marker="o", label=name)
     of = f" of {totals.pop():,}" if len(totals) == 1 else ""
-    room = (0, 2 * most + 1)  # the upper half for the legend
+    # Once a run takes off (hundreds solved) a linear axis flattens the first solves of the others:
+    # then the axis is linear up to 1 and logarithmic above, keeping room above the curves for the legend.
+    take_off = most > LINEAR_UP_TO
+    room = (0, 3000 * most) if take_off else (0, 2 * most + 1)  # the upper half for the legend
+    for axis in (by_expansions, by_updates):
+        if take_off:
+            axis.set_yscale("symlog", linthresh=1)
     by_expansions.set(xlabel="training expansions (millions)", ylabel=f"training problems solved{of}", ylim=room)
     by_updates.set(xlabel="training batches (π^SG: a learning update each)", ylabel=f"training problems solved{of}",
                    ylim=room)  # fmt: skip
@@ -147,9 +156,11 @@ def plot(
     depth_axis.set(xlabel="learning updates", ylabel="deepest node reached (mean over levels)")
     for axis in axes:
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=7, loc="upper left" if axis in (by_expansions, by_updates) else "best")
+        if axis.get_legend_handles_labels()[0]:  # a panel with nothing drawn has no legend
+            axis.legend(fontsize=7, loc="upper left" if axis in (by_expansions, by_updates) else "best")
     figure.tight_layout()
     figure.savefig(out, dpi=110)
+    return figure
 
 
 def probe_curve(run: Path) -> tuple[list[int], list[float]]:

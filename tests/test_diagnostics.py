@@ -120,6 +120,27 @@ def test_the_probe_curve_averages_each_full_window_of_updates(tmp_path):
     assert search_progress.probe_curve(tmp_path / "elsewhere") == ([], [])
 
 
+def test_the_solved_panels_turn_logarithmic_once_a_run_takes_off(tmp_path):
+    spec = importlib.util.spec_from_file_location("search_progress", REPO / "benchmarks" / "search_progress.py")
+    search_progress = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(search_progress)
+    runs = {}
+    for name, outstanding in (("flat", [10_000, 10_000, 9_999, 9_995]), ("off", [10_000, 9_990, 9_500, 8_978])):
+        (tmp_path / name / "metrics").mkdir(parents=True)
+        with (tmp_path / name / "metrics" / "outstanding.csv").open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["iteration", "batch", "cumulative_expansions", "outstanding", "seconds"])
+            writer.writerows([0, batch - 1, batch * 500_000, left, batch] for batch, left in enumerate(outstanding))
+        runs[name] = tmp_path / name
+    few = search_progress.plot({}, {"flat": runs["flat"]}, tmp_path / "few.png")
+    many = search_progress.plot({}, runs, tmp_path / "many.png")
+    assert (tmp_path / "few.png").stat().st_size > 0 and (tmp_path / "many.png").stat().st_size > 0
+    assert [axis.get_yscale() for axis in few.axes[:2]] == ["linear", "linear"]
+    assert few.axes[0].get_ylim() == (0, 11)  # 5 solved: twice that, the upper half for the legend
+    assert [axis.get_yscale() for axis in many.axes[:2]] == ["symlog", "symlog"]  # 1,022 solved beside 5
+    assert many.axes[0].get_ylim()[1] > 1_022
+
+
 def test_search_progress_counts_the_solves_within_a_smaller_budget_as_a_search_at_that_budget(subgoal_run):
     """``--within b`` reads the solves of a search at b off one search at a larger budget: the
     budget only stops a search, so the two must agree level by level (docs/results.md's budget
