@@ -143,11 +143,12 @@ def plot(
         depth_axis.plot([p[0] for p in points], [p[2] for p in points], marker="o", label=name)
     of = f" of {totals.pop():,}" if len(totals) == 1 else ""
     # Once a run takes off (hundreds solved) a linear axis flattens the first solves of the others:
-    # then the axis is linear up to 1 and logarithmic above, keeping room above the curves for the legend.
+    # then the axis is linear up to 1 and logarithmic above. Either way the legend gets the room above
+    # the curves: the upper half of a linear axis, about three and a half decades of a logarithmic one.
     take_off = most > LINEAR_UP_TO
-    room = (0, 3000 * most) if take_off else (0, 2 * most + 1)  # the upper half for the legend
-    for axis in (by_expansions, by_updates):
-        if take_off:
+    room = (0, 3000 * most) if take_off else (0, 2 * most + 1)
+    if take_off:
+        for axis in (by_expansions, by_updates):
             axis.set_yscale("symlog", linthresh=1)
     by_expansions.set(xlabel="training expansions (millions)", ylabel=f"training problems solved{of}", ylim=room)
     by_updates.set(xlabel="training batches (π^SG: a learning update each)", ylabel=f"training problems solved{of}",
