@@ -27,9 +27,9 @@ import torch
 from sgps.domains import get_domain
 from sgps.domains.generation import generate_levels, resolve_params
 from sgps.models.vqvae import CODEBOOKS, VQVAE
+from sgps.runs.rundir import RunDirectory
 from sgps.training.config import resolve_config
 from sgps.training.methods.subgoal.learner import REPORT_COLUMNS
-from sgps.training.rundir import RunDirectory
 
 
 def walk_pairs(name: str, variant: str, levels: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -21,7 +21,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from sgps.training import RunDirectory
+from sgps.runs.rundir import RunDirectory
 
 
 def train(size: str, args: argparse.Namespace, root: Path) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""How close is the memory estimate (`sgps.training.memory`) to what a run really takes?
+"""How close is the memory estimate (`sgps.runs.memory`) to what a run really takes?
 
 ``run``: trains with ``sgps train`` in a child process (one process, ``--workers 1``), reads
 its peak resident memory (``getrusage``) and prints it beside the estimate of the same run
@@ -28,11 +28,11 @@ import torch
 
 from sgps.domains.levels import read_levels
 from sgps.models.flat import FlatNetwork, FlatNetworkConfig
+from sgps.runs.memory import BACKWARD_LAYERS, estimate_training_memory, layer_outputs, size_text
+from sgps.runs.trainer_state import encode_trainer_state
 from sgps.training.config import load_run_config
-from sgps.training.memory import BACKWARD_LAYERS, estimate_training_memory, layer_outputs, size_text
 from sgps.training.methods.flat.learner import FlatLearner, LearnerConfig
 from sgps.training.methods.flat.samples import PathSamples
-from sgps.training.trainer_state import encode_trainer_state
 
 MIB = 1 << 20
 

@@ -16,9 +16,9 @@ import dataclasses
 from pathlib import Path
 
 from sgps.domains.levels import read_levels
+from sgps.runs.run import checkpoint_path
 from sgps.search import search_lockstep
 from sgps.training.config import load_run_config
-from sgps.training.run import checkpoint_path
 from sgps.training.setup import build_method
 
 

@@ -12,7 +12,7 @@ The first batch of every row is a warm-up (pool start, CUDA and kernel selection
 not timed; the next `--batches` are. Every row searches the same problems from the same
 seed. A row is named ``ALGORITHM/DEVICE/PLACE/PRECISION/kK/wN``: N search processes (1: in
 the training process, in lockstep), PLACE ``shared`` (one evaluator in the training
-process answering every process, `sgps.search.shared`) or ``per-process`` (a CPU model copy
+process answering every process, `sgps.execution.shared`) or ``per-process`` (a CPU model copy
 per process), PRECISION the searches' number format (``search.precision``) and, after a
 ``+``, the learning step's where it is not float32 (``learner.precision``), K the evaluation
 batch (children a search gathers before one call).
@@ -49,12 +49,12 @@ import torch
 
 from sgps.domains import get_domain
 from sgps.domains.generation import generate_levels, resolve_params
+from sgps.execution.placement import search_pool
+from sgps.execution.pool import SharedEvaluatorPool
+from sgps.runs.rundir import RunDirectory
 from sgps.search import search_lockstep
 from sgps.training.bootstrap import BatchRecord, Bootstrap, PassRecord
 from sgps.training.config import resolve_config
-from sgps.training.placement import search_pool
-from sgps.training.pool import SharedEvaluatorPool
-from sgps.training.rundir import RunDirectory
 from sgps.training.setup import build_method, setup_frozen
 
 SEARCHES = 32  # the paper's Bootstrap batch

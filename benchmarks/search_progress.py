@@ -111,9 +111,12 @@ def plot(
     import matplotlib.pyplot as plt
 
     probes = {name: curve for name, run in runs.items() if (curve := probe_curve(run))[0]}
-    panels = 4 + bool(targets) + bool(probes)
+    searched = 2 if rows_by_file else 0  # the diamonds and depth panels, drawn only with csv files to draw
+    panels = 2 + searched + bool(targets) + bool(probes)
     figure, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.8))
-    by_expansions, by_updates, gems_axis, depth_axis = axes[:4]
+    by_expansions, by_updates = axes[:2]
+    gems_axis, depth_axis = axes[2:4] if searched else (None, None)
+    target_axis = axes[2 + searched] if targets else None
     if probes:
         for name, (updates, reached) in probes.items():
             axes[-1].plot(updates, reached, label=name)
@@ -122,11 +125,11 @@ def plot(
     for name, rows in (targets or {}).items():
         points = sorted((int(row["updates"]), float(row["codes_differ"]), float(row["low_differ"]))
                         for row in rows if row["updates"])  # fmt: skip
-        line = axes[4].plot([p[0] for p in points], [p[1] for p in points], marker="o", label=f"{name}: subgoals")
-        axes[4].plot([p[0] for p in points], [p[2] for p in points], marker="x", linestyle="--",
+        line = target_axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=f"{name}: subgoals")
+        target_axis.plot([p[0] for p in points], [p[2] for p in points], marker="x", linestyle="--",
                      color=line[0].get_color(), label=f"{name}: π_low")  # fmt: skip
-    if targets:
-        axes[4].set(xlabel="learning updates", ylabel="how much the K codes differ (TV)", ylim=(0, 1))
+    if target_axis is not None:
+        target_axis.set(xlabel="learning updates", ylabel="how much the K codes differ (TV)", ylim=(0, 1))
     totals, most = set(), 0
     for name, run in runs.items():
         with (run / "metrics" / "outstanding.csv").open() as handle:
@@ -153,8 +156,9 @@ def plot(
     by_expansions.set(xlabel="training expansions (millions)", ylabel=f"training problems solved{of}", ylim=room)
     by_updates.set(xlabel="training batches (π^SG: a learning update each)", ylabel=f"training problems solved{of}",
                    ylim=room)  # fmt: skip
-    gems_axis.set(xlabel="learning updates", ylabel="most diamonds reached (mean over levels)", ylim=(0, 4))
-    depth_axis.set(xlabel="learning updates", ylabel="deepest node reached (mean over levels)")
+    if searched:
+        gems_axis.set(xlabel="learning updates", ylabel="most diamonds reached (mean over levels)", ylim=(0, 4))
+        depth_axis.set(xlabel="learning updates", ylabel="deepest node reached (mean over levels)")
     for axis in axes:
         axis.grid(alpha=0.3)
         if axis.get_legend_handles_labels()[0]:  # a panel with nothing drawn has no legend

@@ -47,9 +47,9 @@ import torch
 
 from sgps.domains import read_levels
 from sgps.models.subgoal import mix
+from sgps.runs.run import Run
+from sgps.runs.runner import trained_subgoal_model
 from sgps.training.methods.subgoal.view import decode_subgoals
-from sgps.training.run import Run
-from sgps.training.runner import trained_subgoal_model
 
 #: The agent's channel in the observations of the domains this measures (BoulderDash: code 0).
 AGENT_CHANNEL = 0

@@ -21,7 +21,7 @@ import torch
 
 from sgps.domains import get_domain, write_levels
 from sgps.domains.generation import generate_levels, resolve_params
-from sgps.training import runner
+from sgps.runs import runner
 
 
 def record(run: Path, name: str) -> list[dict[str, str]]:

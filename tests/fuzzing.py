@@ -182,7 +182,7 @@ def test_record_cases(space: Workspace) -> list[Case]:
     """`sgps test` writing its record onto its level file through a link, into a folder, or over the
     record of another level set that shares its file name."""
     from sgps.domains import get_domain, write_levels
-    from sgps.training.testing import TEST_COLUMNS
+    from sgps.runs.testing import TEST_COLUMNS
 
     def test_call(label: str, damage: Callable[[Path], Path]) -> Case:
         def call() -> int:
@@ -270,8 +270,8 @@ def settings_file_cases(space: Workspace, base: list[str]) -> list[Case]:
     """Every setting written in a `--config` file for each Bootstrap algorithm that does not use it."""
     import dataclasses
 
+    from sgps.runs.rundir import to_toml
     from sgps.training.config import SECTIONS, key_algorithms
-    from sgps.training.rundir import to_toml
     from sgps.training.schema import ALGORITHMS
 
     folder = space.root / SCRATCH / "settings"
@@ -507,7 +507,7 @@ def test_journal_cases(space: Workspace) -> list[Case]:
     from unittest import mock
 
     from sgps.cli import main
-    from sgps.training.testing import AttemptJournal
+    from sgps.runs.testing import AttemptJournal
 
     template = space.root / SCRATCH / "test-journal-template"
     argv = ["--problems", str(space.levels), "--budget", "100"]
@@ -579,7 +579,7 @@ DAMAGED_MEMORIES = {"memory-problem": [[10**6, [0], 5, None]], "memory-junk": [[
 
 def _damage(path: Path, how: str) -> None:
     if how in DAMAGED_MEMORIES:
-        from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
+        from sgps.runs.trainer_state import encode_trainer_state, read_trainer_state
 
         state = read_trainer_state(path)
         state["loop"]["remembered"] = DAMAGED_MEMORIES[how]
@@ -705,7 +705,7 @@ def _sentinels() -> Iterator[None]:
     def accepted(*_: Any, **__: Any) -> Any:
         raise Accepted
 
-    with mock.patch("sgps.training.runner._run_with_progress", accepted), \
+    with mock.patch("sgps.runs.runner._run_with_progress", accepted), \
             mock.patch("sgps.training.methods.hips.run.HipsLearner.train", accepted):  # fmt: skip
         yield
 

@@ -10,8 +10,9 @@ import torch
 from sgps.domains import get_domain
 from sgps.errors import CheckpointError
 from sgps.models import FlatNetwork, FlatNetworkConfig
+from sgps.runs.rundir import RunDirectory
 from sgps.search import make_algorithm
-from sgps.training import Bootstrap, BootstrapConfig, FlatLearner, FlatMethod, LearnerConfig, RunDirectory
+from sgps.training import Bootstrap, BootstrapConfig, FlatLearner, FlatMethod, LearnerConfig
 from sgps.training.bootstrap import is_better_validation
 
 CONFIG = BootstrapConfig(seed=3, batch_size=4, initial_budget=60, max_iterations=3, checkpoint_every=2)

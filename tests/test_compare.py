@@ -28,7 +28,7 @@ from sgps.experiments.concurrency import Concurrency, plan_concurrency
 from sgps.experiments.plan import read_plan
 from sgps.experiments.progress import ProgressDisplay
 from sgps.experiments.tomlfile import dumps
-from sgps.training.run import loop_state
+from sgps.runs.run import loop_state
 
 from comparisons import SMOKE_CONFIG, SMOKE_OPTIONS, compare_smoke, smoke_comparison, smoke_document, write_config
 from conftest import REPO

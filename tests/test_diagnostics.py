@@ -1,8 +1,8 @@
 """The π_low label diagnostics of benchmarks/ (pair_labels.py, code_refit.py) on a tiny π^SG run,
 and the probe curve search_progress.py draws.
 
-They decide what docs/results.md says about why π_low ignores its code, so their rows must
-keep adding up: shares within [0, 1], the departing rows a part of all rows, the variants
+They decide what docs/results/hard-boulderdash-campaign-log.md says about why π_low ignores its
+code, so their rows must keep adding up: shares within [0, 1], the departing rows a part of all rows, the variants
 that read no code reporting no code effect, and the refits fitted on the rows they name.
 """
 
@@ -143,8 +143,8 @@ def test_the_solved_panels_turn_logarithmic_once_a_run_takes_off(tmp_path):
 
 def test_search_progress_counts_the_solves_within_a_smaller_budget_as_a_search_at_that_budget(subgoal_run):
     """``--within b`` reads the solves of a search at b off one search at a larger budget: the
-    budget only stops a search, so the two must agree level by level (docs/results.md's budget
-    sweeps rest on it)."""
+    budget only stops a search, so the two must agree level by level (the budget sweeps of
+    docs/results/hard-boulderdash-campaign-log.md rest on it)."""
     run, problems = subgoal_run
     large = run_script("search_progress.py", run, "--problems", problems, "--count", 12, "--budget", 3000,
                        "--weights", "latest", "--within", 800, 2400, 3000)  # fmt: skip

@@ -111,7 +111,7 @@ def test_training_through_a_shared_evaluator_pool_gives_the_in_process_run(tmp_p
 
 
 def test_the_evaluation_batch_is_picked_by_device_when_a_run_starts(tmp_path, capsys):
-    from sgps.training.placement import default_evaluation_batch
+    from sgps.training.setup import default_evaluation_batch
 
     assert (default_evaluation_batch("cpu"), default_evaluation_batch("cuda")) == (1, 32)
     domain = get_domain("tsp")
@@ -126,7 +126,7 @@ def test_the_evaluation_batch_is_picked_by_device_when_a_run_starts(tmp_path, ca
 
 
 def test_a_shared_evaluator_with_ray_is_refused_before_anything_is_written(tmp_path):
-    from sgps.training import runner
+    from sgps.runs import runner
 
     domain = get_domain("tsp")
     problems = tmp_path / "train.txt"

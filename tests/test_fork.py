@@ -11,11 +11,11 @@ from safetensors.torch import load_file
 import sgps
 from sgps.cli import main
 from sgps.errors import ConfigError
-from sgps.training import runner
+from sgps.runs import runner
+from sgps.runs.fork import fork_run
+from sgps.runs.rundir import RunDirectory
+from sgps.runs.trainer_state import encode_trainer_state, read_trainer_state
 from sgps.training.config import read_toml
-from sgps.training.fork import fork_run
-from sgps.training.rundir import RunDirectory
-from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
 from test_packing import learning_columns, levels, train, without_time
 
 

@@ -22,9 +22,9 @@ from sgps.domains.boulderdash import EXIT_CLOSED, EXIT_OPEN
 from sgps.domains.boxworld import EMPTY as BOXWORLD_EMPTY
 from sgps.domains.boxworld import GEM
 from sgps.errors import ConfigError
+from sgps.runs.rundir import to_toml
 from sgps.training.config import SECTIONS, resolve_config
 from sgps.training.methods.hips.learner import HipsSettings
-from sgps.training.rundir import to_toml
 from sgps.training.schema import RULES
 
 

@@ -24,16 +24,16 @@ from sgps.domains.solver import solve
 from sgps.errors import ConfigError
 from sgps.models.checkpoint import architecture, recorded_architecture, save_checkpoint
 from sgps.models.hips import CellClasses, HipsConfig, HipsModel, cell_patterns
+from sgps.runs import runner
+from sgps.runs.run import Run
 from sgps.search import Edge, hips_cost, make_algorithm, search_lockstep
 from sgps.search.engine import BestFirstSearch
 from sgps.search.evaluators import DomainHeuristic
-from sgps.training import runner
 from sgps.training.methods.hips import dataset as dataset_module
 from sgps.training.methods.hips import run as hips_run
 from sgps.training.methods.hips.dataset import Dataset, Trajectory, build_dataset, read_dataset, write_dataset
 from sgps.training.methods.hips.run import resolve_settings
 from sgps.training.methods.hips.search import HybridChildren
-from sgps.training.run import Run
 
 SMALL_TSP = {"size": 6, "cities": 2, "walls": True}
 

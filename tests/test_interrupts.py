@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -186,8 +187,9 @@ if __name__ == "__main__":  # spawned workers import this file as __mp_main__: t
 
     import concurrent.futures
     from torch.optim.optimizer import register_optimizer_step_pre_hook
-    from sgps.search import shared
-    from sgps.training import bootstrap, testing
+    from sgps.execution import shared
+    from sgps.runs import rundir, testing
+    from sgps.training import bootstrap
     from sgps.training.methods.hips import dataset
     from sgps.experiments import runner
 
@@ -220,12 +222,12 @@ if __name__ == "__main__":  # spawned workers import this file as __mp_main__: t
         return future
     concurrent.futures.ProcessPoolExecutor.submit = submit
     register_optimizer_step_pre_hook(lambda *_: fire(state["phase"]))
-    real_write = bootstrap.atomic_write_bytes
+    real_write = rundir.atomic_write_bytes
 
     def write(*args, **kwargs):  # the model written, trainer.pt not yet
         fire("checkpoint")
         return real_write(*args, **kwargs)
-    bootstrap.atomic_write_bytes = write
+    rundir.atomic_write_bytes = write
     # `sgps test`: once the round's first attempt is recorded
     real_record = testing._record
 
@@ -260,21 +262,56 @@ def shm() -> set[str]:
         return set()
 
 
-def held_elsewhere(names: set[str]) -> set[str]:
-    """Those of `names` (in /dev/shm) that a live process has open or mapped: other programs' entries."""
+def held_in_shm(pids: list[int]) -> set[str]:
+    """The /dev/shm entries that the processes `pids` have open or mapped."""
     held = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    for pid in pids:
         try:
-            maps = (proc / "maps").read_text()
-            held |= {name for name in names if f"/dev/shm/{name}" in maps}
-            for fd in (proc / "fd").iterdir():
+            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+                if " /dev/shm/" in line:
+                    held.add(line.split(" /dev/shm/", 1)[1].split(" ")[0])
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
                 target = os.readlink(fd)
-                held |= {name for name in names if target.startswith(f"/dev/shm/{name}")}
-        except OSError:
+                if target.startswith("/dev/shm/"):
+                    held.add(target.removeprefix("/dev/shm/").split(" ")[0])
+        except OSError:  # the process has ended, or a descriptor closed meanwhile
             continue
     return held
+
+
+class OwnShm:
+    """The /dev/shm entries one command's processes made: those that appeared after it started and that the
+    command or one of its descendants had open or mapped (looked at every 50 ms while it runs). Entries other
+    programs make meanwhile (another test session's semaphores, say) are not counted."""
+
+    def __init__(self) -> None:
+        self.before = shm()
+        self.seen: set[str] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, pid: int) -> None:
+        """Look at the process `pid` and its descendants until `left`."""
+
+        def look() -> None:
+            while True:
+                self.seen |= held_in_shm([pid, *_descendants(pid)])
+                if self._stop.wait(0.05):
+                    return
+
+        self._thread = threading.Thread(target=look, daemon=True)
+        self._thread.start()
+
+    def left(self) -> list[str]:
+        """The command's entries still in /dev/shm once its processes are gone (after a moment for
+        multiprocessing's resource tracker, which removes what a killed process left behind)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        deadline = time.monotonic() + 2
+        while (shm() - self.before) & self.seen and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return sorted((shm() - self.before) & self.seen)
 
 
 def drive(tmp_path: Path, phase: str, how: str, argv: list[str], after: Path | None = None, *, children: bool = True):
@@ -283,7 +320,7 @@ def drive(tmp_path: Path, phase: str, how: str, argv: list[str], after: Path | N
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     note = tmp_path / f"children-{phase}.json"
-    before = shm()
+    own = OwnShm()
 
     def reset() -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -292,16 +329,14 @@ def drive(tmp_path: Path, phase: str, how: str, argv: list[str], after: Path | N
     process = subprocess.Popen([sys.executable, str(driver), phase, how, str(note), str(after or "-"), *argv],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                preexec_fn=reset)  # fmt: skip
+    own.watch(process.pid)
     _, err = process.communicate(timeout=240)
     assert process.returncode != 99 and note.exists(), f"{phase} never reached ({process.returncode}): {err}"
     spawned = [int(pid) for pid in json.loads(note.read_text())]
     assert spawned or not children, "no process of the command's was running when the signal came"
     wait_for(lambda: not any(alive(pid) for pid in spawned), 15)
-    left = shm() - before
-    if left:
-        time.sleep(1)
-        left = (shm() - before) - held_elsewhere(shm() - before)
-    assert not left, f"left in /dev/shm: {sorted(left)}"
+    left = own.left()
+    assert not left, f"left in /dev/shm: {left}"
     return process.returncode, err.strip().splitlines()
 
 
@@ -410,25 +445,26 @@ def test_compare_stops_with_its_child_runs_and_runs_again(tmp_path, capsys, name
 
 @pytest.mark.parametrize("evaluator", ["per-process", "shared"])
 def test_workers_end_when_their_training_process_is_killed_and_leave_nothing_in_dev_shm(tmp_path, evaluator):
-    before = shm()
+    own = OwnShm()
     process = start_training(tmp_path, "--workers", "2", "--evaluator", evaluator)
+    own.watch(process.pid)
     workers = searching_workers(process, tmp_path / "run", 2)
     everything = _descendants(process.pid)  # the workers and multiprocessing's resource tracker
     process.kill()
     process.communicate(timeout=60)
     wait_for(lambda: not any(alive(pid) for pid in everything), 15)
     assert set(workers) <= set(everything)
-    left = shm() - before
-    if left:
-        time.sleep(1)
-        left = (shm() - before) - held_elsewhere(shm() - before)
-    assert not left, f"left in /dev/shm: {sorted(left)}"
+    left = own.left()
+    assert not left, f"left in /dev/shm: {left}"
 
 
 def _descendants(pid: int) -> list[int]:
     found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(child) for child in (task / "children").read_text().split()]
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found += [int(child) for child in (task / "children").read_text().split()]
+    except OSError:  # the process (or a thread of it) has ended
+        pass
     return found + [grandchild for child in found for grandchild in _descendants(child)]
 
 

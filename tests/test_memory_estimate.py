@@ -1,4 +1,4 @@
-"""Sizes that cannot fit are refused before anything starts (`sgps.training.memory`).
+"""Sizes that cannot fit are refused before anything starts (`sgps.runs.memory`).
 
 ``[network] channels = 4096, blocks = 64`` is inside the schema's ranges, and a run of it
 grew to 22 GB and was killed by the kernel (exit -9, no message) after making its run
@@ -22,9 +22,8 @@ from sgps.domains.generation import generate_levels, resolve_params
 from sgps.errors import ConfigError
 from sgps.models.flat import FlatNetwork, FlatNetworkConfig
 from sgps.models.hips import HipsModel
-from sgps.training import memory
-from sgps.training.config import resolve_config
-from sgps.training.memory import (
+from sgps.runs import memory
+from sgps.runs.memory import (
     check_fits,
     check_hips_memory,
     estimate_training_memory,
@@ -34,6 +33,7 @@ from sgps.training.memory import (
     search_processes,
     size_text,
 )
+from sgps.training.config import resolve_config
 from sgps.training.methods.hips.run import model_config, resolve_settings
 from sgps.training.setup import NETWORKS
 

@@ -8,11 +8,11 @@ import torch
 
 from sgps.domains import get_domain
 from sgps.domains.base import one_hot
+from sgps.execution.shared import create_layouts, remove_layouts
 from sgps.models import evaluator as evaluator_module
 from sgps.models.resnet import network_input, set_channels_last
 from sgps.models.vqvae import VQVAE
 from sgps.search import search_lockstep
-from sgps.search.shared import create_layouts, remove_layouts
 from sgps.training.config import resolve_config
 from sgps.training.methods.flat import learner as flat_learner_module
 from sgps.training.methods.subgoal import learner as subgoal_learner_module

@@ -19,8 +19,8 @@ from sgps.cli import main
 from sgps.domains import get_domain, write_levels
 from sgps.errors import ConfigError
 from sgps.outputs import FILE, FOLDER, Output, check_outputs
+from sgps.runs.run import loop_state
 from sgps.training.config import TRAIN_OPTIONS, option_flag
-from sgps.training.run import loop_state
 from sgps.training.schema import ALGORITHMS
 
 ALL_ALGORITHMS = (*ALGORITHMS, "hips-eps")

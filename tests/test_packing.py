@@ -16,12 +16,12 @@ from sgps.domains import get_domain, write_levels
 from sgps.errors import ConfigError
 from sgps.experiments import compare
 from sgps.experiments.packing import pack, unpack
-from sgps.training import runner
-from sgps.training.archive import MIN_PART_BYTES, Member, read_members, write_archive
+from sgps.runs import runner
+from sgps.runs.archive import MIN_PART_BYTES, Member, read_members, write_archive
+from sgps.runs.packing import run_snapshot
+from sgps.runs.rundir import RunDirectory
+from sgps.runs.trainer_state import encode_trainer_state, read_trainer_state
 from sgps.training.config import load_run_config, parse_toml
-from sgps.training.packing import run_snapshot
-from sgps.training.rundir import RunDirectory
-from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
 
 from conftest import REPO
 
@@ -204,8 +204,9 @@ def test_a_comparison_travels_without_the_sets_it_generated(tmp_path):
 @pytest.mark.parametrize("archive", sorted((REPO / "results" / "runs").glob("*/archive.json")),
                          ids=lambda path: path.parent.name)  # fmt: skip
 def test_every_run_archived_on_main_loads_its_configuration_with_this_code(archive, tmp_path):
-    """The README resumes these archives with the current code: a setting added since they were packed must be
-    one of `LATER_SETTINGS` (with the behaviour the run had), or the resume would be refused as incomplete."""
+    """The logs of docs/results/ resume these archives with the current code: a setting added since they were
+    packed must be one of `LATER_SETTINGS` (with the behaviour the run had), or the resume would be refused as
+    incomplete."""
     _, members = read_members(archive.parent)
     configs = [member for member in members if member.path == "config.toml"  # a run's archive, or a comparison's
                or (member.path.startswith("runs/") and member.path.endswith("/config.toml"))]  # fmt: skip

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from sgps.domains import get_domain
+from sgps.execution.pool import SearchPool
 from sgps.search import search_lockstep
 from sgps.training.config import resolve_config
-from sgps.training.pool import SearchPool
 from sgps.training.setup import build_method
 
 
@@ -33,7 +33,7 @@ def test_a_run_keeps_its_set_up_out_of_full_collections_and_gives_it_back(tmp_pa
     import gc
 
     from sgps.domains.levels import write_levels
-    from sgps.training import runner
+    from sgps.runs import runner
 
     frozen_during = []
     run = runner._run_with_progress

@@ -10,12 +10,12 @@ import torch
 
 from sgps.cli import main
 from sgps.domains import get_domain, write_levels
+from sgps.runs.trainer_state import encode_trainer_state, read_trainer_state
 from sgps.search import search_lockstep
 from sgps.training.config import resolve_config
 from sgps.training.methods.subgoal.probe import PROBE_COLUMNS, evenly_spaced, probe_low_policy
 from sgps.training.methods.subgoal.samples import collect_samples
 from sgps.training.setup import build_subgoal_method
-from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
 
 
 def tiny_method(domain, example, **subgoal):

@@ -18,8 +18,9 @@ import pytest
 from sgps.cli import main
 from sgps.domains import get_domain, write_levels
 from sgps.domains.generation import generate_levels, resolve_params
-from sgps.training import placement, ray_pool, runner
-from sgps.training.ray_pool import RaySearchPool
+from sgps.execution import placement, ray_pool
+from sgps.execution.ray_pool import RaySearchPool
+from sgps.runs import runner
 
 from comparisons import SMOKE_OPTIONS, smoke_comparison, smoke_document, write_config
 

@@ -19,9 +19,9 @@ from sgps.experiments.plan import parse_plan
 from sgps.experiments.results import read_curve
 from sgps.experiments.runstate import stop_reason
 from sgps.experiments.tomlfile import dumps
-from sgps.training.run import loop_state
-from sgps.training.rundir import RunDirectory
-from sgps.training.testing import TEST_COLUMNS
+from sgps.runs.run import loop_state
+from sgps.runs.rundir import RunDirectory
+from sgps.runs.testing import TEST_COLUMNS
 
 from comparisons import smoke_comparison, smoke_document
 

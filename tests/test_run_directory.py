@@ -11,7 +11,7 @@ import pytest
 from sgps.cli import main
 from sgps.domains import get_domain, write_levels
 from sgps.fileio import atomic_write_text
-from sgps.training.rundir import RunDirectory
+from sgps.runs.rundir import RunDirectory
 
 
 @pytest.fixture
@@ -184,7 +184,7 @@ def test_a_damaged_checkpoint_is_refused_in_one_line(finished_run, problems, cap
 
 @pytest.mark.parametrize("damage", ["random", "extra-field", "dev-zero", "bad-ids", "nan-weights", "flipped-byte"])
 def test_a_damaged_trainer_state_is_refused_without_torch_text(finished_run, problems, capsys, damage):
-    from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
+    from sgps.runs.trainer_state import encode_trainer_state, read_trainer_state
 
     trainer = finished_run / "checkpoints" / "trainer.pt"
     before = (finished_run / "metrics" / "train.csv").read_bytes()
@@ -352,7 +352,7 @@ def test_a_run_trained_on_a_gpu_resumes_on_a_machine_without_one(finished_run, p
     """A GPU run's trainer state holds optimiser tensors tagged for the GPU: reading it on a CPU maps them there."""
     import torch
 
-    from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
+    from sgps.runs.trainer_state import encode_trainer_state, read_trainer_state
 
     if torch.cuda.is_available():
         pytest.skip("the machine has a GPU: nothing to map")

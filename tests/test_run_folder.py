@@ -1,4 +1,4 @@
-"""A run folder is opened once per command (`sgps.training.run.Run`), and every method's runs go
+"""A run folder is opened once per command (`sgps.runs.run.Run`), and every method's runs go
 through their plug-in (`sgps.training.plugins`), not through checks of the algorithm's name."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import sgps
 from sgps.cli import main
 from sgps.domains import get_domain, write_levels
 from sgps.errors import ConfigError
+from sgps.runs.run import Run
 from sgps.training.plugins import PLUGINS, plugin_for
-from sgps.training.run import Run
 
-SOURCES = ("cli.py", "training/runner.py", "api.py")
+SOURCES = ("cli.py", "runs/runner.py", "api.py")
 
 
 @pytest.fixture(scope="module")

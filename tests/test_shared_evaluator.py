@@ -10,11 +10,11 @@ import torch
 
 from sgps.domains import get_domain
 from sgps.errors import SearchProcessLostError
+from sgps.execution.pool import SharedEvaluatorPool, request_rows
+from sgps.execution.shared import SearchProcessError, create_layouts, remove_layouts
 from sgps.search import search_lockstep
-from sgps.search.shared import SearchProcessError, create_layouts, evaluator_place, remove_layouts
 from sgps.training.config import resolve_config
-from sgps.training.pool import SharedEvaluatorPool, request_rows
-from sgps.training.setup import build_method
+from sgps.training.setup import build_method, evaluator_place
 
 
 def _method(domain, levels, algorithm):

@@ -9,17 +9,17 @@ import torch
 from safetensors.torch import load_file
 
 from sgps.domains import get_domain, read_levels
+from sgps.runs import runner
+from sgps.runs.fork import fork_run
+from sgps.runs.rundir import RunDirectory
+from sgps.runs.trainer_state import read_trainer_state
 from sgps.search.costs import make_algorithm
 from sgps.search.drivers import search
 from sgps.search.engine import SearchResult
 from sgps.search.evaluators import UniformPolicy
-from sgps.training import runner
 from sgps.training.config import load_run_config
-from sgps.training.fork import fork_run
-from sgps.training.rundir import RunDirectory
 from sgps.training.setup import training_and_validation
 from sgps.training.solution_memory import recall, remember
-from sgps.training.trainer_state import read_trainer_state
 from test_packing import SETTINGS, learning_columns, levels, without_time
 
 #: The packing tests' tiny π^SG run (budget 150 on 40 TSP levels solves some in every pass), with a memory.

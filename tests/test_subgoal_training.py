@@ -11,8 +11,10 @@ import torch
 from sgps.cli import main
 from sgps.domains import get_domain, write_levels
 from sgps.models.losses import levin_loss
+from sgps.runs import runner
+from sgps.runs.rundir import RunDirectory
 from sgps.search import search_lockstep
-from sgps.training import Bootstrap, BootstrapConfig, RunDirectory, runner
+from sgps.training import Bootstrap, BootstrapConfig
 from sgps.training.config import resolve_config
 from sgps.training.methods.subgoal.samples import collect_samples
 from sgps.training.setup import build_subgoal_method

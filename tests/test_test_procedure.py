@@ -16,9 +16,9 @@ import pytest
 from sgps.domains import get_domain
 from sgps.domains.generation import generate_levels
 from sgps.experiments.runstate import journalled_attempts
+from sgps.runs.testing import TEST_COLUMNS, attempt_fault, attempt_identity, fault_in_test_record, run_test
 from sgps.search import make_algorithm
 from sgps.search.evaluators import DomainHeuristic
-from sgps.training.testing import TEST_COLUMNS, attempt_fault, attempt_identity, fault_in_test_record, run_test
 
 SMALL_TSP = {"size": 6, "cities": 3, "walls": True}
 BUDGET, ROUNDS = 6, 3

@@ -6,8 +6,8 @@ import pytest
 
 from sgps.cli import main
 from sgps.errors import ConfigError
+from sgps.runs.rundir import to_toml
 from sgps.training.config import applicable_settings, resolve_config
-from sgps.training.rundir import to_toml
 
 
 @pytest.fixture
@@ -27,7 +27,8 @@ def test_train_then_test_then_resume(tmp_path, level_files, capsys):
     assert "trained phs on tsp: 1 iterations" in capsys.readouterr().out
     assert "max_iterations = 1" in (run / "config.toml").read_text()
     assert main(["test", str(run), "--problems", str(test), "--rounds", "2"]) == 0
-    row = capsys.readouterr().out
+    said, row = capsys.readouterr().out.splitlines()
+    assert said.startswith(f"testing {run} with its ") and " weights" in said  # which weights it tested
     assert row.startswith("solved ") and "/10 | mean expansions" in row
     assert (run / "metrics" / "test-test.csv").read_text().startswith("round,problem,solved")
     assert main(argv) == 2

@@ -12,11 +12,11 @@ from sgps.cli import main
 from sgps.domains import get_domain
 from sgps.domains.levels import write_levels
 from sgps.errors import ConfigError
+from sgps.execution.pool import SharedEvaluatorPool, request_rows
 from sgps.search import search_lockstep
 from sgps.training.config import load_run_config, resolve_config
 from sgps.training.methods.subgoal.drawing import TreeDrawer, search_seeds
 from sgps.training.methods.subgoal.samples import TreeDraw
-from sgps.training.pool import SharedEvaluatorPool, request_rows
 from sgps.training.setup import build_method
 
 

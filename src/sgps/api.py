@@ -10,7 +10,7 @@
 
 `train` takes the options of ``sgps train`` as keyword arguments, and `fork` those of
 ``sgps fork``. `load` opens a run
-directory the way ``sgps test`` does (`sgps.training.run.Run`): its ``config.toml`` names
+directory the way ``sgps test`` does (`sgps.runs.run.Run`): its ``config.toml`` names
 the domain, algorithm and network, and its checkpoint holds the weights. A `Searcher`
 builds the run's search (its method plug-in's) for the level size it is asked about (the
 size the run was trained on; another size is a `CheckpointError`) and searches in exact
@@ -27,15 +27,17 @@ from typing import Any
 from sgps.domains import Level, read_levels
 from sgps.domains.animation import write_gif
 from sgps.errors import ConfigError, check_whole_number
+from sgps.runs import runner
+from sgps.runs.fork import Fork, fork_changes, fork_run
+from sgps.runs.run import Run, describe_weights
+from sgps.runs.rundir import RunDirectory
+from sgps.runs.testing import record_name, record_path
 from sgps.search import SearchResult, search, search_lockstep
 from sgps.search.costs import Algorithm
-from sgps.training import RunDirectory, runner
 from sgps.training.config import option_overrides
-from sgps.training.fork import Fork, fork_changes, fork_run
 from sgps.training.methods.plugin import RunSearch
-from sgps.training.run import Run
 from sgps.training.setup import pick_device
-from sgps.training.testing import record_name, record_path
+from sgps.zoo import ModelCard, locate
 
 #: The devices `load` takes (`run.device`'s values).
 DEVICES = ("cpu", "cuda", "auto")
@@ -81,12 +83,18 @@ class TrainedRun:
 class Searcher:
     """A trained run's model driving its search: `solve` one level, `solve_many` in lockstep."""
 
-    def __init__(self, run: Run, checkpoint: Path, device: str | None = None) -> None:
+    def __init__(
+        self, run: Run, checkpoint: Path, device: str | None = None, *, card: ModelCard | None = None,
+        weights_used: str = "",
+    ) -> None:
         """Prefer `load`; `run` is the opened run folder, `checkpoint` its weights, `device` where they go
-        (None: the run's own `run.device`)."""
+        (None: the run's own `run.device`); `card`: the pretrained model's card, whose levels alone it
+        takes; `weights_used`: which weights these are, in words (`weights_used`)."""
         self.run = run
         self.checkpoint = checkpoint
         self.device = device
+        self.card = card
+        self.weights_used = weights_used or f"the weights in {checkpoint}"
         self.domain = run.domain
         self._searches: dict[tuple[tuple[int, int, int], float | None], RunSearch] = {}  # per shape and ε
 
@@ -181,6 +189,8 @@ class Searcher:
         algorithm = None if name is None else self.run.search_algorithm(name)
         noise = None if epsilon is None else self._epsilon(epsilon)
         key = (self.domain.observation_shape(start), noise)
+        if self.card is not None:
+            self.card.check_level(self.domain.name, key[0], "level")
         trained = self._searches.get(key)
         if trained is None:
             trained = self.run.searcher(start, self.checkpoint, device=self.device, epsilon=noise)
@@ -201,41 +211,52 @@ class Searcher:
 
 
 def load(path: str | Path, *, checkpoint: str = "best", device: str | None = None) -> Searcher:
-    """A trained run's model, ready to search.
+    """A trained run's model, or a pretrained model's, ready to search.
 
-    `path` is a run directory or a checkpoint file in a run's ``checkpoints/`` folder.
-    For a run directory, `checkpoint` picks the weights as ``sgps test --checkpoint``
-    does: ``best`` (the latest when no validation has run yet), ``last``, or a file.
-    `device` is ``cpu``, ``cuda`` or ``auto`` (default: the run's own setting); ``cuda``,
-    given or the run's, on a machine without a CUDA device is refused here, not at the first search.
-    Every method's runs load alike, HIPS-ε's included (its hybrid search).
+    `path` is a run directory, a checkpoint file in a run's ``checkpoints/`` folder, or the
+    name of a pretrained model (`sgps.zoo`; ``sgps models`` lists them), e.g.
+    ``sgps.load("hard-boulderdash")``: a name is looked up when no such path exists, and
+    the model's files are checked against its card. For a run directory, `checkpoint` picks
+    the weights as ``sgps test --checkpoint`` does: ``best`` (the weights the validation
+    chose; the latest until a validation has solved a problem), ``last``, or a file; the
+    searcher's `weights_used` says which. `device` is ``cpu``, ``cuda`` or ``auto`` (default:
+    the run's own setting); ``cuda``, given or the run's, on a machine without a CUDA device
+    is refused here, not at the first search. Every method's runs load alike, HIPS-ε's
+    included (its hybrid search).
     """
     if not isinstance(path, str | Path):
-        raise TypeError(f"path must be a run directory or checkpoint file (str or Path), not {type(path).__name__}")
+        raise TypeError(f"path must be a run directory, checkpoint file or model name (str or Path), not "
+                        f"{type(path).__name__}")  # fmt: skip
     if not isinstance(checkpoint, str | Path):
         raise TypeError(f"checkpoint must be 'best', 'last' or a file path, not {type(checkpoint).__name__}")
     if device is not None and not isinstance(device, str):
         raise TypeError(f"device must be 'cpu', 'cuda', 'auto' or None, not {type(device).__name__} {device!r}")
     if device is not None and device not in DEVICES:
         raise ConfigError(f"device must be {', '.join(DEVICES[:-1])} or {DEVICES[-1]}, got {device!r}")
-    given = Path(path)
+    given, card = locate(path)
     if given.is_file() and given.suffix != ".safetensors":
         raise ConfigError(f"{given}: not a run directory or a checkpoint (.safetensors) file; sgps.load takes what "
                           "`sgps train` wrote")  # fmt: skip
     folder = given.parent.parent if given.is_file() else given
     if not (folder / "config.toml").is_file():
         raise ConfigError(f"{folder}: not a run directory (it has no config.toml)")
-    return _searcher(Run.open(folder), given if given.is_file() else str(checkpoint), device)
+    return _searcher(Run.open(folder), given if given.is_file() else str(checkpoint), device, card)
 
 
-def _searcher(run: Run, checkpoint: str | Path, device: str | None) -> Searcher:
+def _searcher(run: Run, checkpoint: str | Path, device: str | None, card: ModelCard | None = None) -> Searcher:
     """`load`'s searcher of the opened `run` with the weights `checkpoint` names (or the file it is)."""
     try:  # cuda (given, or the run's own) on a machine without a CUDA device: refused now, not at the first search
         pick_device(device or run.device)
     except ConfigError as error:
         raise ConfigError(f"{run.path}: {error}; pass device='cpu' to search on the CPU") from None
     weights = checkpoint if isinstance(checkpoint, Path) else run.weights(checkpoint)
-    return Searcher(run, weights, device)
+    if card is not None:
+        used = f"the weights of the model {card.name} (version {card.version})"
+    elif isinstance(checkpoint, Path):
+        used = f"the weights in {checkpoint}"
+    else:
+        used = describe_weights(run.path, checkpoint)
+    return Searcher(run, weights, device, card=card, weights_used=used)
 
 
 def train(
@@ -338,13 +359,14 @@ def fork(
     schedule: str | None = None,
     checkpoint_every: int | None = None,
     solution_memory: int | None = None,
+    validate_every: int | None = None,
     max_iterations: int | None = None,
     time_limit: float | None = None,
     max_expansions: int | None = None,
 ) -> Fork:
     """Fork the run folder `run` at its last checkpoint into the new folder `out`, as ``sgps fork`` does
-    (`sgps.training.fork`): the same networks, optimisers and problems, other budgets, limits or
-    solution memory (`bootstrap.solution_memory`).
+    (`sgps.runs.fork`): the same networks, optimisers and problems, other budgets, limits or
+    solution memory (`bootstrap.solution_memory`) or validations (`bootstrap.validate_every`).
 
     None keeps the parent's value. Go on with ``train(FORK/problems/train.txt, out, resume=True)``
     (`Fork.resume_command`).
@@ -354,7 +376,7 @@ def fork(
              for name, value in (("problems", problems), ("validation", validation))}  # fmt: skip
     changes = fork_changes(initial_budget=initial_budget, max_budget=max_budget, schedule=schedule,
                            checkpoint_every=checkpoint_every, solution_memory=solution_memory,
-                           max_iterations=max_iterations, time_limit=time_limit,
+                           validate_every=validate_every, max_iterations=max_iterations, time_limit=time_limit,
                            max_expansions=max_expansions)  # fmt: skip
     return fork_run(paths["run"], paths["out"], changes, problems=given["problems"], validation=given["validation"])
 

@@ -25,7 +25,7 @@ import numpy as np
 from tqdm import tqdm
 
 from sgps import __version__
-from sgps.api import animate_test_solutions
+from sgps.api import animate_test_solutions, load
 from sgps.domains import Level, LevelSet, get_domain, read_levels, solve, write_levels
 from sgps.domains.animation import trajectory, write_gif
 from sgps.domains.base import MAX_CELL
@@ -33,28 +33,30 @@ from sgps.domains.generation import MAX_LEVELS, generate_levels, resolve_params
 from sgps.domains.render import write_png
 from sgps.domains.solver import default_state_cap
 from sgps.errors import ConfigError, SgpsError, StopRequested
+from sgps.execution.placement import check_threads, usable_cores
 from sgps.experiments import CompareOutcome, compare, write_report
 from sgps.experiments.packing import describe_archive, pack, resume_command, unpack
 from sgps.experiments.summary import terminal_summary
 from sgps.models.precision import PRECISIONS
 from sgps.outputs import FOLDER, Output, check_outputs
+from sgps.runs import runner
+from sgps.runs.archive import DEFAULT_PART_BYTES, MIN_PART_BYTES
+from sgps.runs.fork import fork_changes, fork_run
+from sgps.runs.run import Run, describe_weights
 from sgps.search import ALGORITHM_NAMES, DomainHeuristic, UniformPolicy, make_algorithm, search
-from sgps.search.shared import EVALUATOR_PLACES
-from sgps.training import runner
-from sgps.training.archive import DEFAULT_PART_BYTES, MIN_PART_BYTES
 from sgps.training.budget import SCHEDULES
 from sgps.training.config import TRAIN_OPTIONS, check_options_apply, option_overrides
-from sgps.training.fork import fork_changes, fork_run
 from sgps.training.methods.hips.dataset import build_dataset, dataset_journal, write_dataset
 from sgps.training.methods.plugin import MethodPlugin
-from sgps.training.placement import check_threads, usable_cores
 from sgps.training.plugins import PLUGINS, plugin_for
-from sgps.training.run import Run
+from sgps.training.schema import EVALUATOR_PLACES
+from sgps.zoo import available, locate
 
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
 DEMO_CONFIG = Path(__file__).parent / "experiments" / "configs" / "demo.toml"
 SOLVE_EPSILON, SOLVE_WEIGHT = 0.01, 1.5  # `solve --algorithm`: policy noise of levin/phs, the WA* weight
 GIF_LIMIT = 20  # `test --gif`: GIFs written at most
+MODEL_BUDGET, MODEL_ROUNDS = 4000, 8  # `solve --model RUN` without a card: the paper's test protocol
 MAX_PIXELS = 2**26  # pixels of a picture (64 megapixels, 192 MiB of RGB)
 PNG_CELL = 16  # `show --png`: pixels per cell unless --cell says otherwise
 
@@ -111,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_pack_commands,
         _add_fork_command,
         _add_demo_command,
+        _add_models_command,
     ):
         add_command(commands)
     return parser
@@ -165,6 +168,18 @@ def _add_solve_command(commands: Any) -> None:
     solve_cmd.add_argument("--epsilon", type=_float, help="policy noise of levin/phs (default: 0.01)")
     solve_cmd.add_argument("--weight", type=_float, help="WA* weight (default: 1.5)")
     solve_cmd.add_argument("--gif", type=_path, metavar="OUT.gif", help="animate the solution found to this GIF file")
+    solve_cmd.add_argument(
+        "--model", metavar="NAME",
+        help="search with a pretrained model (`sgps models`) or a trained run folder: its budget doubled over "
+        "--rounds rounds until solved (default: the model's test protocol)",
+    )  # fmt: skip
+    solve_cmd.add_argument("--rounds", type=_int, help="with --model: rounds, doubling the budget (default: 8)")
+
+
+def _add_models_command(commands: Any) -> None:
+    """`sgps models`: the pretrained models that install with the package."""
+    models = commands.add_parser("models", help="list the pretrained models, or describe one")
+    models.add_argument("name", nargs="?", help="describe this model: its card, files checked")
 
 
 def _add_dataset_command(commands: Any) -> None:
@@ -273,7 +288,7 @@ def _add_train_command(commands: Any) -> None:
 def _add_test_command(commands: Any) -> None:
     """`sgps test`: the test procedure on a trained run."""
     test_cmd = commands.add_parser("test", help="test a trained run: budget doubling over rounds")
-    test_cmd.add_argument("run", type=_path, help="run directory")
+    test_cmd.add_argument("run", help="run directory, or a pretrained model's name (`sgps models`)")
     test_cmd.add_argument("--problems", required=True, type=_path, help="test level file or folder")
     test_cmd.add_argument("--budget", type=_int, default=4000, help="first-round budget (default: 4000)")
     test_cmd.add_argument("--rounds", type=_int, default=1, help="rounds, doubling the budget (default: 1)")
@@ -290,7 +305,9 @@ def _add_test_command(commands: Any) -> None:
 def _add_subgoals_command(commands: Any) -> None:
     """`sgps subgoals`: the K subgoals a trained π^SG proposes."""
     subgoals = commands.add_parser("subgoals", help="draw a state beside the K subgoals a trained π^SG proposes")
-    subgoals.add_argument("run", type=_path, help="run directory of a phs-sg or levin-sg run")
+    subgoals.add_argument(
+        "run", help="run directory of a phs-sg or levin-sg run, or a pretrained model's name (`sgps models`)"
+    )
     subgoals.add_argument("--problems", required=True, type=_path, help="level file or folder")
     subgoals.add_argument("--index", type=_int, default=0, help="which level, counting from 0 (default: 0)")
     subgoals.add_argument("--png", required=True, type=_path, help="picture to write")
@@ -359,6 +376,9 @@ def _add_fork_command(commands: Any) -> None:
     fork_cmd.add_argument("--solution-memory", type=_int, metavar="M",
                           help="earlier solutions each update learns from again (0: none, the paper's); the fork "
                           "keeps the latest M its parent remembered")  # fmt: skip
+    fork_cmd.add_argument("--validate-every", type=_int, metavar="N",
+                          help="batches between the validations inside a pass that choose the best weights "
+                          "(0: at each pass end only, the paper's)")  # fmt: skip
     fork_cmd.add_argument("--max-expansions", type=_int, metavar="N", help="training budget in expansions, "
                           "counting the parent's (0: no limit)")  # fmt: skip
     fork_cmd.add_argument("--max-iterations", type=_int, metavar="N", help="passes over the training problems")
@@ -457,12 +477,21 @@ EXACT_SOLVER_OPTIONS = (("--method", "method"), ("--max-states", "max_states"))
 
 def _refuse_options_that_do_not_apply(args: argparse.Namespace) -> None:
     """A `ConfigError` naming an option given where it has no effect (it would be ignored without a word)."""
+    if args.command == "solve" and args.model is not None:
+        for option, name in (("--algorithm", "algorithm"), ("--epsilon", "epsilon"), ("--weight", "weight"),
+                             *EXACT_SOLVER_OPTIONS):  # fmt: skip
+            if getattr(args, name) is not None:
+                raise ConfigError(f"{option} does not apply with --model, which searches with the model's own "
+                                  "algorithm and noise")  # fmt: skip
+        return
     for command, option, name, needed, value, what in NEEDS:
         if args.command != command or getattr(args, name, None) is None:
             continue
         present = getattr(args, needed, None)
         if present is None or (value is not None and present != value):
             raise ConfigError(f"{option} applies only with {what}")
+    if args.command == "solve" and args.rounds is not None:
+        raise ConfigError("--rounds applies only with --model NAME")
     if args.command == "solve" and args.algorithm is not None:
         for option, name in EXACT_SOLVER_OPTIONS:
             if getattr(args, name) is not None:
@@ -547,6 +576,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     levels = read_levels(args.file, args.domain)
     level = _pick_level(levels, args.index, args.file)
     domain = levels.domain
+    if args.model is not None:
+        return _solve_with_model(args, levels, level)
     if args.algorithm is not None:
         return _best_first(args, domain, level)
     if args.max_states is not None:
@@ -594,6 +625,60 @@ def _best_first(args: argparse.Namespace, domain: Any, level: Level) -> int:
         print("actions: " + " ".join(domain.action_names[a] for a in result.actions))
         _solution_gif(args.gif, domain, level.state, result.actions)
     return 0 if result.solved else 1
+
+
+def _solve_with_model(args: argparse.Namespace, levels: LevelSet, level: Level) -> int:
+    """`sgps solve --model`: the model's trained search, its budget doubled each round until it solves."""
+    folder, card = locate(args.model)
+    if card is not None:
+        card.check_level(levels.domain.name, levels.domain.observation_shape(level.state), str(args.file))
+    protocol = card.tests[0] if card is not None and card.tests else None
+    budget = args.budget if args.budget is not None else protocol.budget if protocol else MODEL_BUDGET
+    rounds = args.rounds if args.rounds is not None else protocol.rounds if protocol else MODEL_ROUNDS
+    _check_range("--budget", budget, 1)
+    _check_range("--rounds", rounds, 1, 40)
+    searcher = load(folder)
+    name = card.name if card is not None else str(folder)
+    print(f"{level.name}: {levels.domain.describe(level.state)} (line {level.line} of {level.path})")
+    print(f"{name}: {searcher.algorithm} with {searcher.weights_used}")
+    spent = 0
+    for round_number in range(rounds):
+        round_budget = budget * 2**round_number
+        outcome = searcher.solve(level, budget=round_budget)
+        spent += outcome.expansions
+        if outcome.solved:
+            print(f"solved at budget {round_budget:,}: {outcome.expansions:,} expanded, length {outcome.length} "
+                  f"({outcome.seconds:.2f} s; {spent:,} expanded in all)")  # fmt: skip
+            print("actions: " + " ".join(levels.domain.action_names[a] for a in outcome.actions))
+            _solution_gif(args.gif, levels.domain, level.state, outcome.actions)
+            return 0
+    print(f"not solved within budget {budget * 2 ** (rounds - 1):,} ({spent:,} expanded in all); "
+          "give more --rounds or a larger --budget")  # fmt: skip
+    return 1
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    if args.name is None:
+        cards = available()
+        if not cards:
+            print("no pretrained models are installed")
+        for card in cards:
+            print(card.one_line())
+        return 0
+    _, card = locate(args.name)
+    if card is None:
+        raise ConfigError(f"{args.name}: not a model name (models: {', '.join(c.name for c in available())})")
+    print(f"{card.name} (version {card.version}): {card.summary}")
+    print(f"  levels:   {card.domain}, variant {card.variant}, {card.size} cells")
+    print(f"  method:   {card.algorithm}, {card.preset} preset")
+    print(f"  recipe:   {card.recipe}")
+    training = card.training
+    print(f"  training: {training.get('problems')}; {int(training.get('expansions', 0)):,} expansions, "
+          f"{int(training.get('solved', 0)):,} solved")  # fmt: skip
+    for test in card.tests:
+        print(f"  test {test.name}: {test.levels}: {test.line()}")
+    print(f"  made by sgps {card.sgps_version} on {card.made}; files match their checksums ({card.folder})")
+    return 0
 
 
 def _solution_gif(path: Path | None, domain: Any, start: Any, actions: Sequence[int]) -> None:
@@ -715,11 +800,22 @@ def _train_offline(args: argparse.Namespace, plugin: MethodPlugin) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
+    folder, card = locate(args.run)
+    if card is not None and args.gif is not None:
+        raise ConfigError(f"--gif animates the solutions of a test record, and a model ({card.name}) keeps none; "
+                          f"animate a level with `sgps solve FILE --model {card.name} --gif OUT.gif`")  # fmt: skip
     if args.gif is not None:
-        check_outputs([Output("--gif", args.gif, FOLDER)], [("run", args.run), ("--problems", args.problems)])
+        check_outputs([Output("--gif", args.gif, FOLDER)], [("run", folder), ("--problems", args.problems)])
     workers = 1 if args.workers is None else args.workers
     runner.check_test_request(args.budget, args.rounds, workers, args.executor)
-    run = Run.open(args.run)  # read once, for the test and the GIFs
+    run = Run.open(folder)  # read once, for the test and the GIFs
+    if card is not None:
+        levels = read_levels(args.problems, run.domain)
+        card.check_level(levels.domain.name, levels.observation_shape(), str(args.problems))
+    if card is not None:
+        print(f"testing the model {card.name} (version {card.version}) with its weights; nothing is recorded")
+    else:
+        print(f"testing {folder} with {describe_weights(folder, args.checkpoint)}")
     with tqdm(unit="search", leave=False, disable=None, delay=1.0) as bar:  # on a terminal, after a second
 
         def progress(round_number: int, budget: int, finished: int, *, total: int) -> None:
@@ -730,7 +826,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
         summary = runner.test(run, args.problems, budget=args.budget, rounds=args.rounds,
                               checkpoint=args.checkpoint, executor=args.executor, ray_address=args.ray_address,
-                              progress=progress, workers=workers)  # fmt: skip
+                              progress=progress, workers=workers, record=card is None)  # fmt: skip
     print(summary.table_row())
     if args.gif is not None:
         limit = GIF_LIMIT if args.gif_limit is None else args.gif_limit
@@ -740,8 +836,12 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 
 def cmd_subgoals(args: argparse.Namespace) -> int:
-    check_outputs([Output("--png", args.png, suffix=".png")], [("--problems", args.problems), ("run", args.run)])
-    view = runner.subgoals(args.run, args.problems, index=args.index, checkpoint=args.checkpoint)
+    folder, card = locate(args.run)
+    check_outputs([Output("--png", args.png, suffix=".png")], [("--problems", args.problems), ("run", folder)])
+    if card is not None:
+        levels = read_levels(args.problems, card.domain)
+        card.check_level(levels.domain.name, levels.observation_shape(), str(args.problems))
+    view = runner.subgoals(folder, args.problems, index=args.index, checkpoint=args.checkpoint)
     write_png(args.png, view.figure())
     ranked = sorted(enumerate(view.probabilities), key=lambda item: -item[1])
     print("  ".join(f"code {k}: p={p:.3f}" for k, p in ranked) + f" -> {args.png}")
@@ -800,8 +900,8 @@ def cmd_unpack(args: argparse.Namespace) -> int:
 def cmd_fork(args: argparse.Namespace) -> int:
     changes = fork_changes(initial_budget=args.initial_budget, max_budget=args.max_budget, schedule=args.schedule,
                            checkpoint_every=args.checkpoint_every, solution_memory=args.solution_memory,
-                           max_iterations=args.max_iterations, time_limit=args.time_limit,
-                           max_expansions=args.max_expansions)  # fmt: skip
+                           validate_every=args.validate_every, max_iterations=args.max_iterations,
+                           time_limit=args.time_limit, max_expansions=args.max_expansions)  # fmt: skip
     made = fork_run(args.run, args.out, changes, problems=args.problems, validation=args.validation)
     print(f"forked {args.run} at {made.expansions:,} expansions (iteration {made.iteration}, batch "
           f"{made.next_batch}) into {args.out}: {'; '.join(made.changes) or 'no setting changed'}; next training "
@@ -879,6 +979,7 @@ COMMANDS = {
     "unpack": cmd_unpack,
     "fork": cmd_fork,
     "demo": cmd_demo,
+    "models": cmd_models,
 }
 
 if __name__ == "__main__":  # pragma: no cover

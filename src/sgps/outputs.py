@@ -58,7 +58,7 @@ class Output:
     run_file: bool = False
 
 
-#: What makes a folder a run folder, as `sgps train` makes it (`sgps.training.rundir.RUN_FILES`).
+#: What makes a folder a run folder, as `sgps train` makes it (`sgps.runs.rundir.RUN_FILES`).
 RUN_FOLDER_MARKERS = ("config.toml", "checkpoints")
 
 

@@ -3,7 +3,7 @@
 # them again for the way back: the "laptop -> GPU box -> laptop" trip of docs/training.md
 # ("Archives: a run that outlives its machine"). Not installed and not run by the tests: it is
 # what a call to a lent GPU machine runs, from the repository's root, with the archives and
-# wheels carried along (docs/results.md, the hard BoulderDash campaign, "The take-off").
+# wheels carried along (docs/results/hard-boulderdash-campaign-log.md, "The take-off").
 #
 #   tools/device/advance_runs.sh ARCHIVES MINUTES WORKERS [DEVICE]
 #

@@ -3,7 +3,8 @@
 `compare` trains and tests every (algorithm, seed) of a comparison config, each in its
 own `sgps train` process, concurrently and resumably; `write_report` turns the run
 directories into tables (report.md) and learning curves (curves.png, curves.csv).
-This package sits above `sgps.training` and only drives it.
+This package sits above `sgps.runs`, `sgps.execution` and `sgps.training` and only drives them;
+`packing` packs a comparison folder, each of its runs as `sgps.runs.packing` does.
 """
 
 from sgps.experiments.comparison import CompareOutcome, compare

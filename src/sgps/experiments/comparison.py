@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sgps.errors import ConfigError
+from sgps.execution.placement import usable_cores
+from sgps.execution.ray_pool import check_executor, cluster_cpus, connect
 from sgps.experiments.concurrency import Concurrency, plan_concurrency
 from sgps.experiments.launchers import Launcher, LocalLauncher, RayLauncher, largest_node_cpus
 from sgps.experiments.plan import ComparePlan, changed_keys, read_plan
@@ -54,12 +56,10 @@ from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
 from sgps.experiments.tomlfile import dumps
 from sgps.fileio import atomic_write_text, open_regular
 from sgps.outputs import FOLDER, Output, check_outputs
+from sgps.runs.rundir import RunDirectory, to_toml
 from sgps.training.bootstrap import LIMIT_SETTINGS
 from sgps.training.config import applicable_settings
 from sgps.training.methods.hips import run as hips
-from sgps.training.placement import usable_cores
-from sgps.training.ray_pool import check_executor, cluster_cpus, connect
-from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.tensorboard import require_tensorboard
 
 

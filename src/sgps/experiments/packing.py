@@ -1,6 +1,6 @@
 """A comparison folder as an archive (`sgps pack DIR`, `sgps unpack`): long comparisons move between machines.
 
-Every run of the comparison is read as a consistent snapshot (`sgps.training.packing`), so
+Every run of the comparison is read as a consistent snapshot (`sgps.runs.packing`), so
 a comparison can be packed while it trains. Problem sets the comparison generated are left
 out: unpacking generates them again from ``compare.toml`` and checks them against the
 digests the comparison recorded when it first wrote them (``problems/digests.json``), so
@@ -27,7 +27,7 @@ from sgps.experiments.problems import (
     write_problems,
 )
 from sgps.outputs import FOLDER, Output, check_outputs
-from sgps.training.archive import (
+from sgps.runs.archive import (
     DEFAULT_PART_BYTES,
     INDEX,
     ArchiveIndex,
@@ -36,7 +36,7 @@ from sgps.training.archive import (
     read_index,
     write_archive,
 )
-from sgps.training.packing import (
+from sgps.runs.packing import (
     PROBLEM_FILES,
     checkpoint_progress,
     left_out,
@@ -45,7 +45,7 @@ from sgps.training.packing import (
     run_snapshot,
     unpack_run,
 )
-from sgps.training.rundir import RunDirectory
+from sgps.runs.rundir import RunDirectory
 
 COMPARISON_KIND = "comparison"
 #: What a packer may replace in an archive folder given with --overwrite.

@@ -34,10 +34,10 @@ from sgps.errors import CheckpointError, SgpsError
 from sgps.experiments.plan import ComparePlan, RunSpec
 from sgps.experiments.problems import problem_files
 from sgps.experiments.runstate import RunProgress, stop_reason, test_csv, tested_weights, training_progress
+from sgps.runs.run import Run, loop_state
+from sgps.runs.rundir import RunDirectory
+from sgps.runs.testing import fault_in_test_record, level_set_digest
 from sgps.training.bootstrap import GUARD_STOPS
-from sgps.training.run import Run, loop_state
-from sgps.training.rundir import RunDirectory
-from sgps.training.testing import fault_in_test_record, level_set_digest
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ def read_tests(plan: ComparePlan, sets: Mapping[str, TestSet | str], run: Path) 
     """The run's test records that count, summed up, and why each of the others does not.
 
     A record is counted only if it is exactly what the test procedure writes for the
-    comparison's test set `sets[name]` (`test_sets`; `sgps.training.testing.fault_in_test_record`,
+    comparison's test set `sets[name]` (`test_sets`; `sgps.runs.testing.fault_in_test_record`,
     every solution replayed in its level): a cut, duplicated, edited or unreadable record is
     named, never reported as a result. And only if it names the weights `sgps test` tests
     now (`runstate.tested_weights`): a run trained further after its test (``sgps train

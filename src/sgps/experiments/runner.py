@@ -45,9 +45,8 @@ from sgps.experiments.runstate import (
     training_progress,
 )
 from sgps.fileio import open_regular
-from sgps.search.shared import evaluator_place
-from sgps.training.run import Run, loop_state, training_finished
-from sgps.training.setup import pick_device
+from sgps.runs.run import Run, loop_state, training_finished
+from sgps.training.setup import evaluator_place, pick_device
 
 POLL_SECONDS = 0.5
 WAITING, DONE, PAUSED, FAILED = "waiting", "done", "paused", "failed"

@@ -20,9 +20,9 @@ from typing import Any
 from sgps.errors import CheckpointError
 from sgps.fileio import open_regular, read_regular_text
 from sgps.models.checkpoint import weights_digest
+from sgps.runs.run import checkpoint_path, loop_state
+from sgps.runs.testing import journal_path
 from sgps.training.bootstrap import LIMIT_STOPS, BootstrapConfig, limit_reached
-from sgps.training.run import checkpoint_path, loop_state
-from sgps.training.testing import journal_path
 
 _TAIL_BYTES = 8192
 
@@ -115,7 +115,7 @@ def made_with_other_weights(run: Path, test: str) -> bool:
 
 
 def journalled_attempts(run: Path, test: str) -> int:
-    """Attempts journalled so far by the unfinished test of test set `test` (`sgps.training.testing.AttemptJournal`)."""
+    """Attempts journalled so far by the unfinished test of test set `test` (`sgps.runs.testing.AttemptJournal`)."""
     try:
         text = read_regular_text(journal_path(test_csv(run, test)), errors="replace")
     except FileNotFoundError:

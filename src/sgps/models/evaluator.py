@@ -4,7 +4,7 @@ An evaluator answers a batch of states in two steps: the domain's observations o
 (`observe`, numpy), then the network's answers for those observations
 (`evaluate_observations`). Calling it does both. The split lets search processes
 compute observations themselves and send only arrays to one shared evaluator
-(`sgps.search.shared`), which calls `evaluate_observations` on the batched requests.
+(`sgps.execution.shared`), which calls `evaluate_observations` on the batched requests.
 """
 
 from __future__ import annotations

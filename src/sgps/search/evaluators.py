@@ -25,7 +25,7 @@ class Evaluator(Protocol):
 
 class ObservationEvaluator(Evaluator, Protocol):
     """An evaluator that answers from observations alone, so it can also be handed the
-    observations of states observed elsewhere (`sgps.search.shared`)."""
+    observations of states observed elsewhere (`sgps.execution.shared`)."""
 
     def evaluate_observations(self, observations: np.ndarray) -> Evaluation: ...
 

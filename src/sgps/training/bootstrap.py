@@ -31,16 +31,13 @@ import torch
 
 from sgps.domains.base import Domain
 from sgps.errors import CheckpointError, ConfigError
-from sgps.fileio import atomic_write_bytes
 from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
 from sgps.search.engine import SearchResult
 from sgps.search.evaluators import ObservationEvaluator
 from sgps.training.budget import Budgets, PassOutcome, get_schedule
 from sgps.training.randomness import numpy_state, restore_numpy_state
-from sgps.training.rundir import RunDirectory
 from sgps.training.solution_memory import check_memory, recall, remember
-from sgps.training.trainer_state import encode_trainer_state, read_trainer_state
 
 
 class ResultDrawer(Protocol):
@@ -54,7 +51,7 @@ class ResultDrawer(Protocol):
     """
 
     def part(self, start: int, step: int) -> ResultDrawer:
-        """The drawer of the batch's searches start, start + step, ... (a share of `pool.deal`)."""
+        """The drawer of the batch's searches start, start + step, ... (a share of `sgps.execution.pool.deal`)."""
         ...
 
     def __call__(self, results: list[SearchResult]) -> list[SearchResult]:
@@ -143,8 +140,54 @@ class LoopListener(Protocol):
     def pass_done(self, record: PassRecord) -> None: ...
 
 
+class RunRecord(Protocol):
+    """Where the loop writes what it does and what a resume needs: a run directory
+    (`sgps.runs.rundir.RunDirectory`, whose docstring lays out the files).
+
+    The loop names the metrics files it appends to and the checkpoint files it writes
+    (``checkpoints/latest.safetensors``, ``best.safetensors``, ``trainer.pt``); how the
+    rows, the log and the trainer state are stored is the record's. It is a protocol so
+    that the loop imports nothing from the run folder's package, which sits above it.
+    """
+
+    path: Path  # the run folder (named in errors)
+    checkpoints: Path  # the folder of its checkpoints
+
+    def append(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append rows to the metrics file `name` (train, validate, outstanding, learning)."""
+        ...
+
+    def log(self, message: str) -> None:
+        """Append a line to the run's log."""
+        ...
+
+    def row_counts(self) -> dict[str, int]:
+        """Data rows in each metrics file (a checkpoint records them)."""
+        ...
+
+    def log_lines(self) -> int:
+        """Lines in the log (a checkpoint records them)."""
+        ...
+
+    def truncate(self, counts: Mapping[str, int]) -> None:
+        """Cut every metrics file back to `counts` rows; `CheckpointError` when they no longer match."""
+        ...
+
+    def truncate_log(self, lines: int) -> None:
+        """Cut the log back to its first `lines` lines."""
+        ...
+
+    def save_checkpoint(self, trainer_state: dict[str, Any], save_model: Callable[[Path], None]) -> None:
+        """Write the latest weights (`save_model` is handed their path) and then the trainer state."""
+        ...
+
+    def read_trainer_state(self) -> dict[str, Any]:
+        """The trainer state of the last checkpoint, checked; `CheckpointError` naming the file otherwise."""
+        ...
+
+
 class BatchSearcher(Protocol):
-    """Searches a batch elsewhere than in this process (`sgps.training.pool`: worker processes).
+    """Searches a batch elsewhere than in this process (`sgps.execution`: worker processes, Ray actors).
 
     It searches with `method`'s current model: a pool of model copies is sent its weights
     with every batch, a pool around a shared evaluator evaluates with the method's own
@@ -179,6 +222,11 @@ class BootstrapConfig:
     #: Earlier solutions each update learns from again, besides its batch's (0: none, the reference's;
     #: `sgps.training.solution_memory`).
     solution_memory: int = 0
+    #: Batches between the validations inside a pass that choose the `best` weights (0: only the
+    #: validation at each pass end, the reference's). They change no training search and do not
+    #: count towards the validation stopping rule; on a hard set a pass is hundreds of batches, and
+    #: without them `best` would be weights from hundreds of updates back.
+    validate_every: int = 0
 
 
 @dataclass
@@ -255,7 +303,7 @@ class Bootstrap:
         validation: Sequence[Any],
         method: Method,
         config: BootstrapConfig,
-        run_dir: RunDirectory,
+        run_dir: RunRecord,
         pool: BatchSearcher | None = None,
         fingerprint: Mapping[str, str] | None = None,
         listeners: Sequence[LoopListener] = (),
@@ -332,6 +380,9 @@ class Bootstrap:
                 batches_run += 1
                 if on_batch is not None:
                     on_batch(state)
+                if config.validate_every and state.next_batch % config.validate_every == 0 \
+                        and state.next_batch < batches_per_pass:  # fmt: skip
+                    self._validate_within_pass()
                 if (state.next_batch - 1) % config.checkpoint_every == 0:
                     state.seconds = time.perf_counter() - started
                     self.checkpoint()
@@ -463,22 +514,46 @@ class Bootstrap:
         state.order = []
 
     def _validate(self) -> tuple[int, int]:
-        """Search the validation problems; (solved, total solution length of the solved)."""
+        """The validation at a pass end: search the validation problems, record them, and count their
+        solves towards the stopping rule; (solved, total solution length of the solved)."""
+        state = self.state
+        solved_ids, total_length = self._search_validation(record=True)
+        state.validation_solved.update(solved_ids)
+        self.run_dir.log(
+            f"iteration {state.iteration} validation: solved {len(solved_ids)}/{len(self.validation)} "
+            f"(cumulative {len(state.validation_solved)})"
+        )
+        return len(solved_ids), total_length
+
+    def _validate_within_pass(self) -> None:
+        """A validation between batches (`validate_every`): it only chooses the `best` weights."""
+        state = self.state
+        solved_ids, total_length = self._search_validation(record=False)
+        better = is_better_validation(len(solved_ids), total_length, state.best_validation,
+                                      state.best_validation_length)  # fmt: skip
+        if better:
+            state.best_validation, state.best_validation_length = len(solved_ids), total_length
+            self.method.save_model(self.run_dir.checkpoints / "best.safetensors")
+        self.run_dir.log(
+            f"iteration {state.iteration} after batch {state.next_batch - 1}: validation solved "
+            f"{len(solved_ids)}/{len(self.validation)}" + ("; best weights replaced" if better else "")
+        )
+
+    def _search_validation(self, *, record: bool) -> tuple[list[int], int]:
+        """Search every validation problem at the validation budget; the solved ones and their total
+        solution length. `record`: append the searches to metrics/validate.csv."""
         state, config = self.state, self.config
-        solved = total_length = 0
+        solved: list[int] = []
+        total_length = 0
         for batch, start in enumerate(range(0, len(self.validation), config.batch_size)):
             ids = list(range(start, min(start + config.batch_size, len(self.validation))))
             results = self._search([self.validation[i] for i in ids], state.validation_budget, False)
-            self.run_dir.append("validate", self._rows(ids, results, batch, state.validation_budget))
+            if record:
+                self.run_dir.append("validate", self._rows(ids, results, batch, state.validation_budget))
             for problem, result in zip(ids, results, strict=True):
                 if result.solved:
-                    solved += 1
+                    solved.append(problem)
                     total_length += result.length or 0
-                    state.validation_solved.add(problem)
-        self.run_dir.log(
-            f"iteration {state.iteration} validation: solved {solved}/{len(self.validation)} "
-            f"(cumulative {len(state.validation_solved)})"
-        )
         return solved, total_length
 
     def _search(
@@ -524,16 +599,14 @@ class Bootstrap:
             "fingerprint": self.fingerprint,
             "device": self.device,
         }
-        data = encode_trainer_state(payload)
-        self.method.save_model(self.run_dir.checkpoints / "latest.safetensors")
-        atomic_write_bytes(self.run_dir.checkpoints / "trainer.pt", data)
+        self.run_dir.save_checkpoint(payload, self.method.save_model)
 
     def resume(self) -> None:
         """Restore the state of the last checkpoint and cut the metrics back to it."""
         path = self.run_dir.checkpoints / "trainer.pt"
         if not path.exists() and not path.is_symlink():
             raise CheckpointError(f"{path}: no trainer checkpoint to resume from")
-        payload = read_trainer_state(path)
+        payload = self.run_dir.read_trainer_state()
         if not isinstance(payload, dict) or not {"loop", "method", "rng", "rows"} <= payload.keys():
             raise CheckpointError(
                 f"{path}: not a readable trainer checkpoint (entries are missing); start the run again with --overwrite"

@@ -45,7 +45,7 @@ class SearchSettings:
     duplicates: str = "eager"  # eager: first generated copy wins (code); lazy: closed set over expanded (paper)
     #: Children each search gathers before one evaluation call: 1 is exact best-first order;
     #: k > 1 the reference's buffered order (its trainer's `inference_batch_size`, 32); 0 picks
-    #: by device when a run starts (`sgps.training.placement.default_evaluation_batch`).
+    #: by device when a run starts (`sgps.training.setup.default_evaluation_batch`).
     evaluation_batch: int = 0
     precision: str = "float32"  # of search evaluations (`sgps.models.precision`); learning: learner.precision
 
@@ -59,7 +59,7 @@ class RunSettings:
     device: str = "auto"
     validation_fraction: float = 0.1  # of --problems, when no --validation file is given
     workers: int = 0  # search processes; 0: one per usable core (resolved when a run starts); 1: in-process
-    #: Where a pool's searches are evaluated (`sgps.training.pool.pool_kind`): "shared" (one
+    #: Where a pool's searches are evaluated (`sgps.training.setup.evaluator_place`): "shared" (one
     #: evaluator in the training process, batching every worker's requests), "per-process"
     #: (a model copy on the CPU in each worker), or "auto" (shared on a GPU, copies on a CPU).
     evaluator: str = "auto"
@@ -325,6 +325,7 @@ LATER_SETTINGS: dict[tuple[str, str], Any] = {
     ("subgoal", "code_objective"): "reconstruction",
     ("subgoal", "action_weight"): 1.0,
     ("bootstrap", "solution_memory"): 0,
+    ("bootstrap", "validate_every"): 0,
 }
 
 
@@ -337,7 +338,7 @@ def load_run_config(
     emptied file would become the `paper` preset, and the error would then blame the
     checkpoint); here it is an error naming the keys, unless it is one of the
     `LATER_SETTINGS`. The file is not rewritten. `overrides`: see `resolve_config`; `document`: the
-    file's content when the caller has read it already (`sgps.training.run.Run` reads it once).
+    file's content when the caller has read it already (`sgps.runs.run.Run` reads it once).
     """
     if document is None:
         document = read_toml(file)

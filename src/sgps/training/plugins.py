@@ -10,7 +10,7 @@ packing) goes through its plug-in and asks it, never the algorithm's name:
   pool of processes or Ray actors); an offline method trains with `train_offline`;
 - `draws_subgoals`: has a subgoal generator `sgps subgoals` can draw;
 - `settings`: the run's own settings, checked, from its config.toml (read once, by
-  `sgps.training.run.Run`);
+  `sgps.runs.run.Run`);
 - `searcher`: the run's trained search for levels of one size (`RunSearch`);
 - `search_algorithm`: another search the run's model can guide, or a `ConfigError`.
 
@@ -23,25 +23,28 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sgps.errors import ConfigError
 from sgps.search.costs import Algorithm
 from sgps.training.config import TrainConfig, load_run_config
 from sgps.training.methods.hips.run import HIPS_PLUGIN
-from sgps.training.methods.plugin import MethodPlugin, RunSearch
-from sgps.training.placement import default_evaluation_batch
-from sgps.training.setup import FLAT_HEADS, SUBGOAL_COSTS, build_method, pick_device, search_algorithm
-
-if TYPE_CHECKING:
-    from sgps.training.run import Run
+from sgps.training.methods.plugin import MethodPlugin, OpenRun, RunSearch
+from sgps.training.setup import (
+    FLAT_HEADS,
+    SUBGOAL_COSTS,
+    build_method,
+    default_evaluation_batch,
+    pick_device,
+    search_algorithm,
+)
 
 
 class BootstrapPlugin:
     """A method of the Bootstrap loop: its networks and learner come from `sgps.training.setup.METHODS`."""
 
     bootstrap = True
-    train_offline = None  # `sgps.training.runner.train` trains them
+    train_offline = None  # `sgps.runs.runner.train` trains them
 
     def __init__(self, algorithms: tuple[str, ...], draws_subgoals: bool) -> None:
         self.algorithms = algorithms
@@ -56,7 +59,7 @@ class BootstrapPlugin:
         return settings.bootstrap.epsilon
 
     def searcher(
-        self, run: Run, example: Any, checkpoint: Path, *, device: str | None = None, epsilon: float | None = None
+        self, run: OpenRun, example: Any, checkpoint: Path, *, device: str | None = None, epsilon: float | None = None
     ) -> RunSearch:
         """The run's method with the checkpoint's weights; the run's evaluation batch (0: the device's default)."""
         config: TrainConfig = run.settings
@@ -68,7 +71,7 @@ class BootstrapPlugin:
         return RunSearch(run.domain, method.algorithm, method.test_evaluator(),
                          self.epsilon(config) if epsilon is None else epsilon, batch, method=method)  # fmt: skip
 
-    def search_algorithm(self, run: Run, name: str) -> Algorithm:
+    def search_algorithm(self, run: OpenRun, name: str) -> Algorithm:
         """Any search whose heads the run's network has (a flat network may lack the policy or the heuristic)."""
         try:
             algorithm = search_algorithm(name, run.settings)

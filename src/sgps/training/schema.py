@@ -37,7 +37,6 @@ from sgps.models.precision import PRECISIONS
 from sgps.models.subgoal import CONDITIONINGS, MIXTURES
 from sgps.models.vqvae import CODEBOOKS
 from sgps.search.costs import DUPLICATE_RULES
-from sgps.search.shared import EVALUATOR_PLACES
 from sgps.training.budget import SCHEDULES
 from sgps.training.methods.flat.samples import LOSSES
 from sgps.training.methods.subgoal.clustering import HIERARCHIES
@@ -54,6 +53,10 @@ MAX_EVALUATION_BATCH = 4096  # children a search gathers before evaluating them
 
 #: Algorithms `sgps train` knows: the flat baselines and the subgoal-guided policies.
 ALGORITHMS = ("phs", "levin", "wastar", "phs-sg", "levin-sg")
+#: Where the searches of a pool of processes are evaluated (`run.evaluator`): by one shared
+#: evaluator (`sgps.execution.shared`), by a model copy in each process, or "auto"
+#: (`sgps.training.setup.evaluator_place`).
+EVALUATOR_PLACES = ("auto", "shared", "per-process")
 
 
 class InvalidSettingError(ConfigError):
@@ -151,6 +154,7 @@ RULES: dict[str, dict[str, Any]] = {
         "checkpoint_every": COUNT,
         "stop_when_all_solved": FLAG,
         "solution_memory": _integer(0, MAX_COUNT, " (0: each update learns from its batch alone)"),
+        "validate_every": _integer(0, MAX_COUNT, " (0: validate at each pass end only)"),
     },
     "subgoal": {
         "conditioning": _choice(CONDITIONINGS, renamed="conditioning"),

@@ -1,5 +1,6 @@
-"""Building a run's pieces from its configuration: device, the method (`METHODS`), problem split;
-and keeping a process's long-lived set-up out of the garbage collector's way."""
+"""Building a run's pieces from its configuration: device, the method (`METHODS`), problem split,
+and the settings whose `auto` or 0 is picked by device (where a pool's searches are evaluated,
+the evaluation batch); and keeping a process's long-lived set-up out of the garbage collector's way."""
 
 from __future__ import annotations
 
@@ -42,6 +43,22 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def evaluator_place(setting: str, device_type: str) -> str:
+    """ "shared" or "per-process" for `run.evaluator` with the model on `device_type` ("auto":
+    shared when the model is on a GPU, model copies on a CPU; docs/training.md measures both)."""
+    if setting == "auto":
+        return "shared" if device_type == "cuda" else "per-process"
+    return setting
+
+
+def default_evaluation_batch(device_type: str) -> int:
+    """Children a search gathers per evaluation when `search.evaluation_batch = 0`: 1 (exact
+    order) on a CPU, 32 (the reference trainer's buffered order) on a GPU, where it made
+    learning faster in wall time although it costs expansions (docs/training.md, "The
+    evaluation batch")."""
+    return 32 if device_type == "cuda" else 1
+
+
 def build_method(domain: Domain[Any], example: Any, config: TrainConfig) -> Method:
     """The method `config.run.algorithm` names (`METHODS`), its networks seeded with the run seed."""
     builder = METHODS.get(config.run.algorithm)
@@ -72,7 +89,7 @@ def build_flat_method(domain: Domain[Any], example: Any, config: TrainConfig) ->
 
 def flat_network(domain: Domain[Any], example: Any, config: TrainConfig) -> FlatNetwork:
     """The network of a flat-baseline run, unseeded, on torch's default device: what `build_flat_method`
-    trains, and what `sgps.training.memory` builds on the meta device to size a run before it starts."""
+    trains, and what `sgps.runs.memory` builds on the meta device to size a run before it starts."""
     if config.run.algorithm not in FLAT_HEADS:
         raise ConfigError(f"run.algorithm must be one of {', '.join(FLAT_HEADS)}, not {config.run.algorithm!r}")
     policy, heuristic = FLAT_HEADS[config.run.algorithm]
@@ -90,7 +107,7 @@ def flat_network(domain: Domain[Any], example: Any, config: TrainConfig) -> Flat
 
 def subgoal_model(domain: Domain[Any], example: Any, config: TrainConfig) -> SubgoalModel:
     """The four π^SG networks of a phs-sg / levin-sg run, unseeded, on torch's default device (as
-    `flat_network`, for `build_subgoal_method` and `sgps.training.memory`)."""
+    `flat_network`, for `build_subgoal_method` and `sgps.runs.memory`)."""
     return SubgoalModel(config.subgoal.model_config(domain.observation_shape(example), domain.num_actions))
 
 
@@ -173,6 +190,8 @@ __all__ = [
     "build_flat_method",
     "build_method",
     "build_subgoal_method",
+    "default_evaluation_batch",
+    "evaluator_place",
     "flat_network",
     "freeze_setup",
     "pick_device",

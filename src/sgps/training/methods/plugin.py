@@ -1,7 +1,11 @@
-"""The interface of a method plug-in (`MethodPlugin`) and the trained search it supplies (`RunSearch`).
+"""The interface of a method plug-in (`MethodPlugin`), the trained search it supplies (`RunSearch`),
+and what it reads of an opened run (`OpenRun`).
 
 The plug-ins themselves and their registry are `sgps.training.plugins`; this module is
 what a method package implements against, so that it needs nothing from the registry.
+A plug-in is handed the run folder opened once (`sgps.runs.run.Run`) but knows it only as
+an `OpenRun`: the run folder's package sits above the methods, and this interface imports
+nothing from it.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from sgps.domains.base import Domain
 from sgps.search.children import ChildGenerator
@@ -17,8 +21,29 @@ from sgps.search.costs import Algorithm
 from sgps.search.evaluators import Evaluator
 from sgps.training.bootstrap import Method
 
-if TYPE_CHECKING:
-    from sgps.training.run import Run
+
+class OpenRun(Protocol):
+    """What a plug-in reads of an opened run folder (`sgps.runs.run.Run` is one)."""
+
+    @property
+    def algorithm(self) -> str:
+        """The run's `run.algorithm`."""
+        ...
+
+    @property
+    def device(self) -> str:
+        """Where the run's models live (`run.device`: cpu, cuda or auto)."""
+        ...
+
+    @property
+    def domain(self) -> Domain[Any]:
+        """The run's domain."""
+        ...
+
+    @property
+    def settings(self) -> Any:
+        """The settings the plug-in checked (`MethodPlugin.settings`)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -41,7 +66,7 @@ class MethodPlugin(Protocol):
     bootstrap: bool
     draws_subgoals: bool
     #: How a method that learns offline trains (`sgps train` hands it the command's options); None for
-    #: the Bootstrap methods, which `sgps.training.runner.train` trains. Returns (settings, examples learnt).
+    #: the Bootstrap methods, which `sgps.runs.runner.train` trains. Returns (settings, examples learnt).
     train_offline: Callable[..., tuple[Any, int]] | None
 
     def settings(self, document: Mapping[str, Any], file: Path, overrides: Mapping[str, Any] | None) -> Any:
@@ -53,11 +78,11 @@ class MethodPlugin(Protocol):
         ...
 
     def searcher(
-        self, run: Run, example: Any, checkpoint: Path, *, device: str | None = None, epsilon: float | None = None
+        self, run: OpenRun, example: Any, checkpoint: Path, *, device: str | None = None, epsilon: float | None = None
     ) -> RunSearch:
         """The run's search with the weights of `checkpoint`, for levels shaped like the state `example`."""
         ...
 
-    def search_algorithm(self, run: Run, name: str) -> Algorithm:
+    def search_algorithm(self, run: OpenRun, name: str) -> Algorithm:
         """The search called `name` guided by the run's model; a `ConfigError` if its model cannot guide it."""
         ...

@@ -1,11 +1,16 @@
 """`sgps train --algorithm hips-eps`, and HIPS-ε's method plug-in (`HIPS_PLUGIN`).
 
 HIPS-ε is trained offline, from a dataset (`sgps dataset`), not by the Bootstrap loop;
-its run directory has the usual layout (`sgps.training.rundir`): ``config.toml`` with a
+its run directory has the usual layout (`sgps.runs.rundir`): ``config.toml`` with a
 ``[run]`` section (algorithm ``hips-eps``, domain, device, seed, the dataset's path)
 and a ``[hips]`` section (`HipsSettings`), ``metrics/learning.csv`` with one row per
 phase and epoch, ``checkpoints/latest.safetensors`` and ``log.txt``. Its plug-in supplies
 HIPS-ε's hybrid search to `sgps test` and `sgps.load`, as the other methods' plug-ins do.
+
+Learning offline, `train` (the plug-in's `train_offline`, which `sgps train` calls) makes
+its run folder itself, with `sgps.runs.rundir` after `sgps.runs.memory`'s check: the one
+place the methods import from the run folder's package above them, allow-listed in
+tests/test_architecture.py (docs/training.md, "Layout").
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import torch
 
@@ -29,20 +34,17 @@ from sgps.models.checkpoint import (
 )
 from sgps.models.hips import HipsConfig, HipsModel, cell_patterns
 from sgps.outputs import FOLDER, Output, check_outputs
+from sgps.runs.memory import check_hips_memory
+from sgps.runs.rundir import RUN_FILES, RunDirectory
 from sgps.search.costs import Algorithm, make_algorithm
 from sgps.training.config import read_toml
-from sgps.training.memory import check_hips_memory
 from sgps.training.methods.hips.dataset import Trajectory, build_dataset, dataset_journal, read_dataset, write_dataset
 from sgps.training.methods.hips.learner import HipsLearner, HipsSettings
 from sgps.training.methods.hips.search import HipsHeuristic, HybridChildren
-from sgps.training.methods.plugin import RunSearch
-from sgps.training.rundir import RUN_FILES, RunDirectory
+from sgps.training.methods.plugin import OpenRun, RunSearch
 from sgps.training.schema import InvalidSettingError, check_value, validate_section
 from sgps.training.setup import pick_device
 from sgps.version import sgps_version
-
-if TYPE_CHECKING:
-    from sgps.training.run import Run
 
 ALGORITHM = "hips-eps"
 #: Network sizes and training lengths: `tiny` for tests, `cpu` for a CPU, `paper` the defaults (spec 8.2).
@@ -204,7 +206,7 @@ def train(
 
 def _check_memory(settings: HipsSettings, domain: Domain[Any], example: Any, device: str) -> None:
     """Refuse networks that cannot fit in memory before anything is written or solved
-    (`sgps.training.memory.check_hips_memory`: built on the meta device, nothing allocated)."""
+    (`sgps.runs.memory.check_hips_memory`: built on the meta device, nothing allocated)."""
     shape = domain.observation_shape(example)
     check_hips_memory(lambda: HipsModel(model_config(settings, shape, domain.num_actions)), settings, shape,
                       pick_device(device).type)  # fmt: skip
@@ -267,7 +269,7 @@ class HipsPlugin:
         return settings.epsilon
 
     def searcher(
-        self, run: Run, example: Any, checkpoint: Path, *, device: str | None = None, epsilon: float | None = None
+        self, run: OpenRun, example: Any, checkpoint: Path, *, device: str | None = None, epsilon: float | None = None
     ) -> RunSearch:
         """The hybrid search with the checkpoint's networks (eval mode), for levels shaped like `example`."""
         settings: HipsSettings = run.settings
@@ -288,7 +290,7 @@ class HipsPlugin:
         return RunSearch(domain, make_algorithm("hips"), HipsHeuristic(domain, model, torch_device), noise,
                          children=children)  # fmt: skip
 
-    def search_algorithm(self, run: Run, name: str) -> Algorithm:
+    def search_algorithm(self, run: OpenRun, name: str) -> Algorithm:
         """Only its own hybrid search: its networks give no policy over primitive actions."""
         if name != "hips":
             raise ConfigError(f"a {ALGORITHM} run searches with its hybrid search (hips) only, not {name}")

@@ -28,9 +28,12 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import igraph
 import numpy as np
+
+if TYPE_CHECKING:
+    import igraph
 
 HIERARCHIES = ("reference", "louvain")
 #: The budget at which the reference hierarchy has two star levels.
@@ -173,6 +176,8 @@ def louvain_phase(graph: WeightedGraph, resolution: float, seed: int) -> np.ndar
 
 
 def _multilevel(graph: WeightedGraph, resolution: float, seed: int) -> list[igraph.VertexClustering]:
+    import igraph  # here, not at the top: igraph (and the matplotlib it loads) would add a second to every start-up
+
     g = igraph.Graph(n=graph.num_nodes, edges=np.stack([graph.sources, graph.targets], 1).tolist())
     igraph.set_random_number_generator(random.Random(seed))
     try:

@@ -13,13 +13,9 @@ taught π_low what it means.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-import matplotlib as mpl
-
-mpl.use("Agg")
-
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -27,6 +23,17 @@ from sgps.domains.base import Domain
 from sgps.models.subgoal import SubgoalModel
 
 EMPTY = -1  # channel map value of a cell with no channel set
+
+
+def _pyplot() -> ModuleType:
+    """matplotlib.pyplot on the Agg backend, imported at the first picture: it would add about a second to the
+    start of every `sgps` process (and every search process) that never draws one."""
+    import matplotlib as mpl
+
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,7 @@ class SubgoalView:
         count = 2 + len(goal_maps)
         height, width = state_map.shape
         size = max(2.0, width * cell / 100.0)
+        plt = _pyplot()
         fig, axes = plt.subplots(1, count, figsize=(size * count, size * height / width + 0.8), dpi=100)
         axes[0].imshow(self.domain.render_image(self.state, cell=cell))
         axes[0].set_title("state")
@@ -106,6 +114,7 @@ def decode_subgoals(
 
 
 def _palette(channel: int) -> tuple[float, float, float]:
+    plt = _pyplot()
     colours = plt.get_cmap("tab20").colors + plt.get_cmap("tab20b").colors
     return colours[channel % len(colours)]
 

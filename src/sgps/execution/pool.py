@@ -1,10 +1,10 @@
 """Searching a Bootstrap batch with a pool of worker processes.
 
-Two kinds of pool, chosen by `run.evaluator` (`sgps.training.placement.search_pool`):
+Two kinds of pool, chosen by `run.evaluator` (`sgps.execution.placement.search_pool`):
 
 - `SharedEvaluatorPool` ("shared"): the workers only search; every evaluation request
   goes through shared memory to the method's own evaluator in the training process
-  (`sgps.search.shared`), which batches the requests of all workers. The model stays
+  (`sgps.execution.shared`), which batches the requests of all workers. The model stays
   where it is (on the GPU, say) and no weights travel.
 - `SearchPool` ("per-process"): each worker holds its own copy of the model on the CPU.
 
@@ -44,10 +44,7 @@ import torch
 
 from sgps.domains.base import Domain
 from sgps.errors import SearchProcessLostError
-from sgps.search.costs import Algorithm
-from sgps.search.drivers import search_lockstep
-from sgps.search.engine import SearchResult
-from sgps.search.shared import (
+from sgps.execution.shared import (
     FAILED,
     READY,
     RESULTS,
@@ -58,6 +55,9 @@ from sgps.search.shared import (
     create_layouts,
     remove_layouts,
 )
+from sgps.search.costs import Algorithm
+from sgps.search.drivers import search_lockstep
+from sgps.search.engine import SearchResult
 from sgps.training.bootstrap import Method, ResultDrawer
 from sgps.training.config import TrainConfig
 from sgps.training.setup import build_method, freeze_setup
@@ -100,7 +100,7 @@ def request_rows(searches: int, evaluation_batch: int, num_actions: int) -> int:
 class SearchWorker:
     """One worker's copy of the method: searches shares of a batch with the weights it is sent.
 
-    Used in each process of `SearchPool` and by each actor of `sgps.training.ray_pool`.
+    Used in each process of `SearchPool` and by each actor of `sgps.execution.ray_pool`.
     """
 
     def __init__(self, domain: Domain[Any], example: Any, config: TrainConfig) -> None:
@@ -270,7 +270,7 @@ class SharedEvaluatorPool:
 
     The workers hold no model: they expand their searches (in lockstep over their share)
     and compute observations; the training process evaluates the requests of all
-    workers together (`sgps.search.shared.EvaluationServer`) with the method's current
+    workers together (`sgps.execution.shared.EvaluationServer`) with the method's current
     model, wherever it lives. `rows`: the largest request sent in one piece (`request_rows`).
 
     The channels' files are deleted as soon as every process has mapped its own, so

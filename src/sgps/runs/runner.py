@@ -17,29 +17,21 @@ from tqdm import tqdm
 
 from sgps.domains.levels import read_levels, states_digest
 from sgps.errors import ConfigError
-from sgps.fileio import atomic_write_text
-from sgps.models.checkpoint import weights_digest
-from sgps.models.subgoal import SubgoalModel
-from sgps.outputs import FOLDER, Output, check_outputs
-from sgps.search.engine import SearchResult
-from sgps.training.bootstrap import LIMIT_SETTINGS, BatchSearcher, Bootstrap, LoopState
-from sgps.training.config import TrainConfig, check_options_apply, given_options, option_flag, resolve_config
-from sgps.training.memory import check_training_memory
-from sgps.training.methods.plugin import RunSearch
-from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
-from sgps.training.placement import (
+from sgps.execution.placement import (
     check_threads,
-    default_evaluation_batch,
     default_threads,
     search_pool,
     search_workers,
 )
-from sgps.training.ray_pool import check_executor
-from sgps.training.run import Run
-from sgps.training.rundir import RUN_FILES, RunDirectory, to_toml
-from sgps.training.setup import build_method, build_subgoal_method, pick_device, setup_frozen, training_and_validation
-from sgps.training.tensorboard import TensorBoardLog, remove_run_events, require_tensorboard
-from sgps.training.testing import (
+from sgps.execution.ray_pool import check_executor
+from sgps.fileio import atomic_write_text
+from sgps.models.checkpoint import weights_digest
+from sgps.models.subgoal import SubgoalModel
+from sgps.outputs import FOLDER, Output, check_outputs
+from sgps.runs.memory import check_training_memory
+from sgps.runs.run import Run
+from sgps.runs.rundir import RUN_FILES, RunDirectory, to_toml
+from sgps.runs.testing import (
     TestProgress,
     TestSummary,
     attempt_identity,
@@ -48,6 +40,20 @@ from sgps.training.testing import (
     level_set_digest,
     run_test,
 )
+from sgps.search.engine import SearchResult
+from sgps.training.bootstrap import LIMIT_SETTINGS, BatchSearcher, Bootstrap, LoopState
+from sgps.training.config import TrainConfig, check_options_apply, given_options, option_flag, resolve_config
+from sgps.training.methods.plugin import RunSearch
+from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
+from sgps.training.setup import (
+    build_method,
+    build_subgoal_method,
+    default_evaluation_batch,
+    pick_device,
+    setup_frozen,
+    training_and_validation,
+)
+from sgps.training.tensorboard import TensorBoardLog, remove_run_events, require_tensorboard
 from sgps.version import sgps_version
 
 
@@ -80,7 +86,7 @@ def train(
     `threads`: torch threads of this process (default: `default_threads`);
     `max_batches`: stop after that many batches (after a checkpoint), to go on with `resume`.
     `executor`: ``local`` searches in this process or a pool of local worker processes
-    (`run.workers`); ``ray`` on Ray actors (`sgps.training.ray_pool`), `run.workers` of them
+    (`run.workers`); ``ray`` on Ray actors (`sgps.execution.ray_pool`), `run.workers` of them
     (0: one per CPU of the cluster), joining the cluster at `ray_address` or starting a
     local Ray instance. Where the searches run does not change the run's results.
     `spell`: how the caller names an option of `TRAIN_OPTIONS` in messages (the flag by default).
@@ -162,7 +168,7 @@ def train(
 
 def _log_resume(run_dir: RunDirectory, bootstrap: Bootstrap, device: str) -> None:
     """Say in the run's log where it goes on, and whether it moved to another device (a run may
-    move between a laptop and a GPU machine through its archive, `sgps.training.packing`)."""
+    move between a laptop and a GPU machine through its archive, `sgps.runs.packing`)."""
     last = bootstrap.last_device
     moved = f", moved from {last}" if last is not None and last != device else ""
     run_dir.log(f"sgps {sgps_version()}: resumed on {device}{moved} at {bootstrap.state.cumulative_expansions} "
@@ -266,18 +272,21 @@ def test(
     ray_address: str | None = None,
     progress: TestProgress | None = None,
     workers: int = 1,
+    record: bool = True,
 ) -> TestSummary:
     """Test a run's model (best, last or a checkpoint path) with budget doubling over `rounds`.
 
-    `run`: the run folder, or the run a command has opened already (`Run.of`).
+    `run`: the run folder, or the run a command has opened already (`Run.of`). `record`:
+    write the attempts to the run's test record (journalled, so an interrupted test
+    resumes); a pretrained model's folder is read-only, so its tests record nothing.
 
     `executor`: ``local`` searches in this process, or with `workers` > 1 in that many
-    local search processes (`placement.search_pool`: around one shared evaluator where the run's
-    `run.evaluator` says so, else with a model copy each), each round's problems split
-    between them; ``ray`` deals each round's problems to one Ray actor per CPU of the
-    cluster at `ray_address` (or of a local instance). Where the searches run does not
-    change the record. `progress`: told as each round's searches finish (`run_test`;
-    in-process searches only).
+    local search processes (`sgps.execution.placement.search_pool`: around one shared
+    evaluator where the run's `run.evaluator` says so, else with a model copy each), each
+    round's problems split between them; ``ray`` deals each round's problems to one Ray
+    actor per CPU of the cluster at `ray_address` (or of a local instance). Where the
+    searches run does not change the record. `progress`: told as each round's searches
+    finish (`run_test`; in-process searches only).
     """
     check_test_request(budget, rounds, workers, executor)
     opened = Run.of(run)
@@ -288,8 +297,10 @@ def test(
     levels = read_levels(problems, opened.domain)
     levels.observation_shape()
     states = levels.states()
-    record, level_set = opened.record_path(problems), level_set_digest(problems)
-    _check_record(record, problems, level_set, levels.domain, states)
+    level_set = level_set_digest(problems)
+    record_file = opened.record_path(problems) if record else None
+    if record_file is not None:
+        _check_record(record_file, problems, level_set, levels.domain, states)
     model_file = opened.checkpoint(checkpoint)
     trained = opened.searcher(states[0], model_file)
     identity = attempt_identity(model_file, problems, budget=budget, rounds=rounds, epsilon=trained.epsilon,
@@ -314,7 +325,7 @@ def test(
             search_batch = functools.partial(_test_round, pool, trained)
         return run_test(levels.domain, states, trained.algorithm, trained.evaluator, budget=budget, rounds=rounds,
                         epsilon=trained.epsilon, evaluation_batch=trained.evaluation_batch,
-                        children=trained.children, csv_path=record, identity=identity,
+                        children=trained.children, csv_path=record_file, identity=identity,
                         weights=weights_digest(model_file), level_set=level_set, search_batch=search_batch,
                         progress=progress)  # fmt: skip
 

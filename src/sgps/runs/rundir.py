@@ -13,7 +13,9 @@ Layout::
 
 CSV rows are appended as they happen. A checkpoint records how many rows each file
 had, and resuming cuts the files back to those counts, so a resumed run neither
-loses nor repeats rows.
+loses nor repeats rows. The Bootstrap loop writes through the `RunRecord` protocol
+(`sgps.training.bootstrap`), which `RunDirectory` satisfies; trainer.pt's format is
+`sgps.runs.trainer_state`.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import fcntl
 import io
 import os
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sgps.errors import CheckpointError, RunLockedError
-from sgps.fileio import atomic_write_text, open_regular, read_regular_text
+from sgps.fileio import atomic_write_bytes, atomic_write_text, open_regular, read_regular_text
+from sgps.runs.trainer_state import encode_trainer_state, read_trainer_state
 
 SEARCH_COLUMNS = (
     "iteration", "batch", "problem", "solved", "expanded", "generated", "length", "budget", "seconds",
@@ -154,6 +157,20 @@ class RunDirectory:
             seen.add(tuple(row[:identity]))
             previous = (int(row[0]), int(row[1]))
         return data[:count]
+
+    def save_checkpoint(self, trainer_state: dict[str, Any], save_model: Callable[[Path], None]) -> None:
+        """Checkpoint the run: `save_model` writes the latest weights to checkpoints/latest.safetensors,
+        then checkpoints/trainer.pt holds `trainer_state`, each file written atomically.
+
+        The state is serialised first, so a state that cannot be saved leaves both files as they were.
+        """
+        data = encode_trainer_state(trainer_state)
+        save_model(self.checkpoints / "latest.safetensors")
+        atomic_write_bytes(self.checkpoints / "trainer.pt", data)
+
+    def read_trainer_state(self) -> dict[str, Any]:
+        """The state in checkpoints/trainer.pt, its digest checked (`sgps.runs.trainer_state`)."""
+        return read_trainer_state(self.checkpoints / "trainer.pt")
 
     def log(self, message: str) -> None:
         with open_regular(self.path / "log.txt", "a") as handle:

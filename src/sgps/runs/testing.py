@@ -1,4 +1,9 @@
-"""The test procedure (spec/algorithms.md 6.7): budget doubling over rounds on unsolved problems."""
+"""The test procedure (spec/algorithms.md 6.7): budget doubling over rounds on unsolved problems.
+
+A test is recorded in the run folder (``RUN/metrics/test-NAME.csv``, journalled while it
+runs), which is why it lives with the run folder's code: `sgps test` (`sgps.runs.runner.test`)
+opens the run, and `run_test` searches with whatever trained search it is handed.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Searching Bootstrap batches and test rounds on a Ray cluster (`--executor ray`, the `ray` extra).
 
-The local backend (`sgps.training.pool.SearchPool`) keeps its workers in processes of
+The local backend (`sgps.execution.pool.SearchPool`) keeps its workers in processes of
 this machine. `RaySearchPool` does the same job with Ray actors, so a cluster's cores
 can search one run's batches:
 
@@ -38,10 +38,10 @@ from typing import Any
 
 from sgps.domains.base import Domain
 from sgps.errors import ConfigError
+from sgps.execution.pool import SearchWorker, deal, drawer_parts, gather
 from sgps.search.engine import SearchResult
 from sgps.training.bootstrap import Method, ResultDrawer
 from sgps.training.config import TrainConfig
-from sgps.training.pool import SearchWorker, deal, drawer_parts, gather
 
 EXECUTORS = ("local", "ray")
 #: How often one batch may lose an actor before the run gives up (a cluster that keeps failing).

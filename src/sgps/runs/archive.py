@@ -16,7 +16,7 @@ edited part is named), takes regular files only, at relative paths, and checks e
 member's digest against the index. Writing is atomic: a new archive is built beside its
 place and renamed into it, so a reader sees the old archive or the new one, never half of
 either. What goes into an archive, and what comes out of it, is decided by the callers
-(`sgps.training.packing` for a run folder, `sgps.experiments.packing` for a comparison).
+(`sgps.runs.packing` for a run folder, `sgps.experiments.packing` for a comparison).
 """
 
 from __future__ import annotations

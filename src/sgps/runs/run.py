@@ -19,16 +19,16 @@ from typing import Any
 from sgps.domains.base import Domain
 from sgps.domains.registry import get_domain
 from sgps.errors import CheckpointError, ConfigError
+from sgps.runs.rundir import RunDirectory
+from sgps.runs.testing import record_path
+from sgps.runs.trainer_state import read_trainer_state
 from sgps.search.costs import Algorithm
 from sgps.training.config import TrainConfig, read_toml
 from sgps.training.methods.plugin import MethodPlugin, RunSearch
 from sgps.training.plugins import PLUGINS, plugin_for
-from sgps.training.rundir import RunDirectory
-from sgps.training.testing import record_path
-from sgps.training.trainer_state import read_trainer_state
 
 CONFIG = "config.toml"
-#: What `checkpoint` names besides a file: `best` falls back to `last` before any validation.
+#: What `checkpoint` names besides a file: `best` means `last` until a validation has solved a problem.
 NAMED_CHECKPOINTS = {"best": "checkpoints/best.safetensors", "last": "checkpoints/latest.safetensors"}
 
 
@@ -98,11 +98,11 @@ class Run:
 
     @functools.cached_property
     def directory(self) -> RunDirectory:
-        """The run's metrics, log and lock (`sgps.training.rundir`)."""
+        """The run's metrics, log and lock (`sgps.runs.rundir`)."""
         return RunDirectory(self.path)
 
     def checkpoint(self, name: str = "best") -> Path:
-        """`best` (the latest before any validation), `last`, or a path (`sgps test --checkpoint`)."""
+        """`best` (`best_weights`), `last`, or a path (`sgps test --checkpoint`)."""
         return checkpoint_path(self.path, name)
 
     def weights(self, name: str = "best") -> Path:
@@ -156,9 +156,43 @@ def training_finished(run: Path, *, offline: bool) -> bool:
 
 
 def checkpoint_path(run: Path, checkpoint: str) -> Path:
-    """`best` (falling back to the latest when no validation has run yet), `last`, or a path."""
+    """`best` (`best_weights`), `last`, or a path."""
+    if checkpoint == "best":
+        return best_weights(run)[0]
     named = {name: run / member for name, member in NAMED_CHECKPOINTS.items()}
-    path = named.get(checkpoint, Path(checkpoint))
-    if checkpoint == "best" and not path.exists():
-        path = named["last"]
-    return path
+    return named.get(checkpoint, Path(checkpoint))
+
+
+def best_weights(run: Path) -> tuple[Path, str]:
+    """The weights `best` names in the run folder `run`, and why, in words.
+
+    The weights the validation chose (spec/algorithms.md 6.5: most validation problems
+    solved, then the shortest solutions) when a validation has solved a problem. Where none
+    has (no validation yet, or each solved nothing), the validation chose nothing: a
+    validation that solved nothing picks the first weights it saw, which on a hard set are
+    the worst of the run, so `best` means the latest weights then.
+    """
+    best, last = run / NAMED_CHECKPOINTS["best"], run / NAMED_CHECKPOINTS["last"]
+    if not best.exists():
+        return last, "its latest weights (no validation has chosen weights yet)"
+    state = loop_state(run)
+    if state is None:  # a run without a Bootstrap loop (HIPS-ε) whose validation wrote best
+        return best, "its best weights"
+    chosen = int(state.get("best_validation", -1))
+    if chosen <= 0:
+        return last, "its latest weights (no validation has solved a problem yet, so none chose weights)"
+    return best, f"its best weights (the validation pass that solved most: {chosen} problems)"
+
+
+def describe_weights(run: Path, checkpoint: str) -> str:
+    """Which weights `checkpoint` (best, last or a path) names in `run`, in words, for a command to say."""
+    if checkpoint == "best":
+        path, words = best_weights(run)
+    elif checkpoint == "last":
+        path, words = run / NAMED_CHECKPOINTS["last"], "its latest weights"
+    else:
+        return f"the weights in {checkpoint}"
+    state = loop_state(run) if path.name == "latest.safetensors" else None
+    if state is not None:
+        words += f", after {int(state.get('cumulative_expansions', 0)):,} training expansions"
+    return words

@@ -13,7 +13,7 @@ of 4096 x 64 are built in well under a second), and adds up, in float32 bytes:
 - the training process's parameters four times: weights, gradients, Adam's two moments
   (the weights and the optimiser stay float32 whatever `learner.precision` says:
   `sgps.models.precision`);
-- the trainer checkpoint written after every batch (`sgps.training.trainer_state`): it
+- the trainer checkpoint written after every batch (`sgps.runs.trainer_state`): it
   serialises weights and moments (12 bytes a parameter) and holds three copies of those
   bytes while it wraps them with their digest (measured, see below);
 - the activations autograd keeps in the largest learning step: the rows of its minibatch
@@ -51,10 +51,9 @@ import torch
 from torch import nn
 
 from sgps.errors import ConfigError
-from sgps.search.shared import evaluator_place
 from sgps.training.config import TrainConfig
 from sgps.training.methods.hips.learner import TRAJECTORIES_PER_UPDATE
-from sgps.training.setup import NETWORKS, SUBGOAL_COSTS
+from sgps.training.setup import NETWORKS, SUBGOAL_COSTS, evaluator_place
 
 #: Bytes of a float32: the weights, gradients and moments, and (counted so even under bf16
 #: autocast, which keeps float32 copies of what it casts) the activations.
@@ -245,7 +244,7 @@ def bootstrap_passes(model: nn.Module, config: TrainConfig, searches: int, num_a
     state with each of the K codes, through its MLP (code-vector conditioning) or its whole
     network (decoded-state, which decodes the K subgoals first). An evaluation reads
     `searches` x (`search.evaluation_batch` + |A| - 1) states: what `searches` lockstep
-    searches ask for at most in one round (`sgps.training.pool.request_rows`).
+    searches ask for at most in one round (`sgps.execution.pool.request_rows`).
     """
     rows = searches * (config.search.evaluation_batch + num_actions - 1)
     evaluated = (f"search.evaluation_batch = {config.search.evaluation_batch}",
@@ -333,7 +332,7 @@ def search_processes(
     """(search processes on this machine, how many of them hold a copy of the model).
 
     Local processes copy the model unless they share the training process's evaluator
-    (`sgps.training.placement.search_pool`); the Ray actors of a local instance copy it too,
+    (`sgps.execution.placement.search_pool`); the Ray actors of a local instance copy it too,
     those of a cluster at `ray_address` run elsewhere and are not this machine's to hold.
     """
     if executor == "ray":
@@ -445,7 +444,7 @@ def check_training_memory(
     memory: int | None = None,
 ) -> MemoryEstimate:
     """`estimate_training_memory` of a run about to start (or resume), refused by `check_fits`
-    when it cannot fit; the estimate otherwise. Called by `sgps.training.runner.train` before
+    when it cannot fit; the estimate otherwise. Called by `sgps.runs.runner.train` before
     the networks are built and the run folder is created. `memory`: as `check_fits`."""
     processes, copies = search_processes(executor, config.run.workers, config.run.evaluator, device, ray_address)
     estimate = estimate_training_memory(domain, example, config, searches=min(config.bootstrap.batch_size,

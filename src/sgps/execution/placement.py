@@ -1,8 +1,8 @@
 """Where a run's searches run: the one place that picks the pool, and the defaults it picks by.
 
-Training (`runner.train`) and testing (`runner.test`) search in this process, in local
-search processes or on Ray actors. `search_pool` picks among the pools beside this
-module from the run's settings and the command's executor:
+Training (`sgps.runs.runner.train`) and testing (`sgps.runs.runner.test`) search in
+this process, in local search processes or on Ray actors. `search_pool` picks among the
+pools beside this module from the run's settings and the command's executor:
 
 - ``local`` with one worker: no pool, the searches run in this process in lockstep;
 - ``local`` with more: search processes around the method's own evaluator
@@ -11,8 +11,10 @@ module from the run's settings and the command's executor:
 - ``ray``: Ray actors with a CPU copy of the model each (`RaySearchPool`).
 
 Where the searches run never changes a run's results. The defaults for a run that
-does not say (workers, threads, evaluation batch) are here too, each with the
-measurement that set it.
+does not say (workers, threads) are here too, each with the measurement that set it;
+those picked by the model's device (`run.evaluator = "auto"`, `search.evaluation_batch = 0`)
+are `sgps.training.setup.evaluator_place` and `default_evaluation_batch`, which the method
+plug-ins use too.
 """
 
 from __future__ import annotations
@@ -23,12 +25,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from sgps.errors import ConfigError
-from sgps.search.shared import evaluator_place
+from sgps.execution.pool import SearchPool, SharedEvaluatorPool, request_rows
+from sgps.execution.ray_pool import RaySearchPool, cluster_cpus, connect
 from sgps.training.bootstrap import BatchSearcher, Method
 from sgps.training.config import TrainConfig
-from sgps.training.pool import SearchPool, SharedEvaluatorPool, request_rows
-from sgps.training.ray_pool import RaySearchPool, cluster_cpus, connect
-from sgps.training.setup import pick_device
+from sgps.training.setup import evaluator_place, pick_device
 
 
 @contextlib.contextmanager
@@ -110,14 +111,6 @@ def default_workers(place: str) -> int:
     16; docs/training.md, "Scaling")."""
     cores = usable_cores()
     return cores - 1 if place == "shared" and cores > 2 else cores
-
-
-def default_evaluation_batch(device_type: str) -> int:
-    """Children a search gathers per evaluation when `search.evaluation_batch = 0`: 1 (exact
-    order) on a CPU, 32 (the reference trainer's buffered order) on a GPU, where it made
-    learning faster in wall time although it costs expansions (docs/training.md, "The
-    evaluation batch")."""
-    return 32 if device_type == "cuda" else 1
 
 
 def default_threads() -> int:

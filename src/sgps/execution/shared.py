@@ -38,24 +38,12 @@ from sgps.search.evaluators import Evaluation
 #: Evaluates a batch of observations [B, C, H, W] (`NetworkEvaluator.evaluate_observations`).
 EvaluateObservations = Callable[[np.ndarray], Evaluation]
 
-#: Where the searches of a pool of processes are evaluated (`run.evaluator`): by one shared
-#: evaluator, by a model copy in each process, or "auto" (`evaluator_place`).
-EVALUATOR_PLACES = ("auto", "shared", "per-process")
-
 #: Message kinds on a channel's pipe (search process -> server).
 READY, EVALUATE, RESULTS, FAILED = "ready", "evaluate", "results", "failed"
 
 
 class SearchProcessError(RuntimeError):
     """A search raised in a search process (its traceback is the message); the others finished."""
-
-
-def evaluator_place(setting: str, device_type: str) -> str:
-    """ "shared" or "per-process" for `run.evaluator` with the model on `device_type` ("auto":
-    shared when the model is on a GPU, model copies on a CPU; docs/training.md measures both)."""
-    if setting == "auto":
-        return "shared" if device_type == "cuda" else "per-process"
-    return setting
 
 
 @dataclass(frozen=True)

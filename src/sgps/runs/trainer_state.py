@@ -1,7 +1,8 @@
 """The trainer checkpoint, ``RUN/checkpoints/trainer.pt``: written with a digest, read back checked.
 
-It holds everything a run needs to resume exactly (`sgps.training.bootstrap.Bootstrap.checkpoint`:
-loop state, optimisers, generators, CSV row counts). A flipped byte in an optimiser's
+It holds everything a run needs to resume exactly (`sgps.training.bootstrap.Bootstrap.checkpoint`,
+written by `sgps.runs.rundir.RunDirectory.save_checkpoint`: loop state, optimisers, generators,
+CSV row counts). A flipped byte in an optimiser's
 moments would otherwise resume silently with a changed value, so the file is
 ``torch.save({"format": 2, "sha256": HEX, "payload": BYTES})``, BYTES being the
 ``torch.save`` of the state and HEX its SHA-256, checked before the state is unpickled

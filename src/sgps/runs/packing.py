@@ -12,7 +12,7 @@ Unpacked elsewhere, the run goes on with::
     sgps train --problems RUN/problems/train.txt --out RUN --resume
 
 and its rows and weights are those of a run that was never stopped (a test checks this).
-What the archive holds is `sgps.training.archive`'s format.
+What the archive holds is `sgps.runs.archive`'s format.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from typing import Any
 from sgps.domains.levels import read_levels, states_digest
 from sgps.errors import CheckpointError, ConfigError, RunLockedError
 from sgps.fileio import open_regular
-from sgps.training.archive import DEFAULT_PART_BYTES, ArchiveIndex, Member, extract_to_new_folder, write_archive
+from sgps.runs.archive import DEFAULT_PART_BYTES, ArchiveIndex, Member, extract_to_new_folder, write_archive
+from sgps.runs.run import CONFIG, Run
+from sgps.runs.rundir import RunDirectory
+from sgps.runs.trainer_state import decode_trainer_state
 from sgps.training.config import parse_toml
-from sgps.training.run import CONFIG, Run
-from sgps.training.rundir import RunDirectory
 from sgps.training.setup import training_and_validation
-from sgps.training.trainer_state import decode_trainer_state
 
 RUN_KIND = "run"
 #: Where the given problem files travel inside an archived run folder.

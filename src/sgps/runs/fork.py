@@ -38,22 +38,24 @@ from typing import Any
 from sgps.errors import CheckpointError, ConfigError
 from sgps.fileio import atomic_write_bytes, atomic_write_text, open_regular
 from sgps.outputs import FOLDER, Output, check_outputs
-from sgps.training.archive import build_new_folder, write_member
+from sgps.runs.archive import build_new_folder, write_member
+from sgps.runs.packing import CHECKPOINT_FILES, PROBLEM_FILES, check_problems, read_problem_file, run_snapshot
+from sgps.runs.run import CONFIG, Run
+from sgps.runs.rundir import RunDirectory, to_toml
+from sgps.runs.trainer_state import decode_trainer_state, encode_trainer_state
 from sgps.training.bootstrap import LIMIT_SETTINGS, LIMIT_STOPS
 from sgps.training.config import TrainConfig, parse_toml
-from sgps.training.packing import CHECKPOINT_FILES, PROBLEM_FILES, check_problems, read_problem_file, run_snapshot
-from sgps.training.run import CONFIG, Run
-from sgps.training.rundir import RunDirectory, to_toml
 from sgps.training.schema import check_value
-from sgps.training.trainer_state import decode_trainer_state, encode_trainer_state
 from sgps.version import sgps_version
 
 #: What a fork may change and a resume may not: the budget schedule (spec/algorithms.md 6.4), and how
 #: often it checkpoints (a batch at a larger budget takes longer; when checkpoints are written changes
-#: no result, as a resumed run equals one never stopped), and the solution memory (which, until the
-#: first solve, changes nothing either).
+#: no result, as a resumed run equals one never stopped), the solution memory (which, until the
+#: first solve, changes nothing either), and the validations that choose the best weights (which
+#: change no training search).
 FORK_ONLY_SETTINGS = (("bootstrap", "initial_budget"), ("bootstrap", "max_budget"), ("bootstrap", "schedule"),
-                      ("bootstrap", "checkpoint_every"), ("bootstrap", "solution_memory"))  # fmt: skip
+                      ("bootstrap", "checkpoint_every"), ("bootstrap", "solution_memory"),
+                      ("bootstrap", "validate_every"))  # fmt: skip
 #: Everything a fork may change: those and the limits. The rest is the parent's run.
 FORK_SETTINGS = (*FORK_ONLY_SETTINGS, *(("bootstrap", key) for key in LIMIT_SETTINGS))
 TRAINER = CHECKPOINT_FILES[0]
@@ -66,6 +68,7 @@ def fork_changes(
     schedule: str | None = None,
     checkpoint_every: int | None = None,
     solution_memory: int | None = None,
+    validate_every: int | None = None,
     max_iterations: int | None = None,
     time_limit: float | None = None,
     max_expansions: int | None = None,
@@ -77,7 +80,7 @@ def fork_changes(
     """
     settings = {"initial_budget": initial_budget, "max_budget": max_budget, "schedule": schedule,
                 "checkpoint_every": checkpoint_every, "solution_memory": solution_memory,
-                "max_iterations": max_iterations,
+                "validate_every": validate_every, "max_iterations": max_iterations,
                 "time_limit_minutes": time_limit, "max_expansions": max_expansions}  # fmt: skip
     return {"bootstrap": {key: value for key, value in settings.items() if value is not None}}
 

@@ -1,0 +1,170 @@
+"""Pretrained models (`sgps.zoo`): the shipped models load by name and solve without training, their cards
+are checked, a model is made from a run's own test records, and bad input is refused in one line."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import pytest
+import safetensors.torch
+
+import sgps
+from sgps.cli import main
+from sgps.errors import CheckpointError, ConfigError
+from sgps.zoo import available, locate
+from sgps.zoo.build import CardLevels, build_model
+from sgps.zoo.cards import CARD, MODELS, read_card
+
+SHIPPED = ("hard-boulderdash", "hard-tsp-8")
+
+
+def _generate(tmp_path: Path, name: str, *args: str) -> Path:
+    out = tmp_path / f"{name}.txt"
+    assert main(["generate", *args, "--out", str(out)]) == 0
+    return out
+
+
+def _tree(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `folder` with its size and modification time: what a read-only use must leave alone."""
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+def test_the_shipped_models_are_listed_one_line_each_with_their_test(capsys):
+    assert main(["models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" ")[0] for line in lines] == list(SHIPPED)
+    for card, line in zip(available(), lines, strict=True):
+        card.check_files()
+        assert card.tests and f"{card.tests[0].solved} of {card.tests[0].total}" in line
+        assert card.sgps_version and card.recipe and card.training["expansions"] > 0
+    assert main(["models", "hard-boulderdash"]) == 0
+    described = capsys.readouterr().out
+    assert "boulderdash, variant hard, 14x14 cells" in described and "files match their checksums" in described
+
+
+def test_hard_boulderdash_solves_the_first_five_official_hard_test_levels_within_4000_expansions(tmp_path):
+    """The paper's hard test levels are the hard generator's from seed 40000; no training happens here."""
+    levels = _generate(tmp_path, "official", "boulderdash", "--variant", "hard", "--seed", "40000", "--count", "5")
+    searcher = sgps.load("hard-boulderdash")
+    assert "hard-boulderdash" in searcher.weights_used and searcher.algorithm == "phs-sg"
+    outcomes = searcher.solve_many(levels, budget=4000)
+    assert [outcome.solved for outcome in outcomes] == [True] * 5
+    assert all(outcome.expansions <= 4000 for outcome in outcomes)
+
+
+def test_solve_with_a_model_by_name_and_a_gif(tmp_path, capsys):
+    level = _generate(tmp_path, "level", "tsp", "--variant", "hard", "--param", "cities=8", "--seed", "100000",
+                      "--count", "1")  # fmt: skip
+    gif = tmp_path / "solution.gif"
+    assert main(["solve", str(level), "--model", "hard-tsp-8", "--gif", str(gif)]) == 0
+    printed = capsys.readouterr().out
+    assert "hard-tsp-8: phs-sg with the weights of the model hard-tsp-8 (version 1)" in printed
+    assert "solved at budget " in printed and gif.is_file()
+
+
+def test_a_model_name_is_taken_where_a_run_folder_is_and_nothing_is_written_into_it(tmp_path, capsys):
+    folder, card = locate("hard-tsp-8")
+    assert card is not None and folder == MODELS / "hard-tsp-8"
+    before = _tree(folder)
+    levels = _generate(tmp_path, "test", "tsp", "--variant", "hard", "--param", "cities=8", "--seed", "100000",
+                       "--count", "3")  # fmt: skip
+    assert main(["test", "hard-tsp-8", "--problems", str(levels), "--budget", "2000", "--rounds", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "testing the model hard-tsp-8 (version 1) with its weights; nothing is recorded" in printed
+    assert "solved 3/3" in printed
+    png = tmp_path / "subgoals.png"
+    assert main(["subgoals", "hard-tsp-8", "--problems", str(levels), "--png", str(png)]) == 0
+    assert png.is_file()
+    assert _tree(folder) == before
+    assert main(["test", "hard-tsp-8", "--problems", str(levels), "--gif", str(tmp_path / "gifs")]) == 2
+    assert "a model (hard-tsp-8) keeps none" in capsys.readouterr().err
+    assert not (tmp_path / "gifs").exists()
+
+
+def test_an_unknown_name_is_refused_with_the_list_of_models(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"no-such-model: no such run folder or model \(models: hard-boulderdash, "
+                       "hard-tsp-8"):  # fmt: skip
+        sgps.load("no-such-model")
+    level = _generate(tmp_path, "level", "tsp", "--count", "1")
+    assert main(["solve", str(level), "--model", "no-such-model"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "models: hard-boulderdash, hard-tsp-8" in err
+    assert main(["test", "no-such-model", "--problems", str(level)]) == 2
+    assert main(["models", "no-such-model"]) == 2
+
+
+def test_a_damaged_model_file_is_refused_by_its_checksum(tmp_path, capsys):
+    copy = tmp_path / "hard-tsp-8"
+    shutil.copytree(MODELS / "hard-tsp-8", copy)
+    weights = copy / "checkpoints" / "latest.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-10] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="does not match the checksum in its card"):
+        sgps.load(copy)
+    level = _generate(tmp_path, "level", "tsp", "--variant", "hard", "--param", "cities=8", "--count", "1")
+    assert main(["solve", str(level), "--model", str(copy)]) == 2
+    assert "damaged" in capsys.readouterr().err
+    (copy / CARD).write_text("name = [")
+    with pytest.raises(CheckpointError, match="not a readable model card"):
+        sgps.load(copy)
+
+
+def test_levels_of_another_domain_or_size_than_the_models_are_refused(tmp_path, capsys):
+    boulderdash = _generate(tmp_path, "boulderdash", "boulderdash", "--count", "1")
+    assert main(["solve", str(boulderdash), "--model", "hard-tsp-8"]) == 2
+    assert "boulderdash levels; the model hard-tsp-8 solves tsp levels" in capsys.readouterr().err
+    large = _generate(tmp_path, "large", "tsp", "--variant", "large", "--count", "1")
+    assert main(["solve", str(large), "--model", "hard-tsp-8"]) == 2
+    assert "levels of 16x16 cells" in capsys.readouterr().err
+    assert main(["test", "hard-tsp-8", "--problems", str(large)]) == 2
+    assert "the model hard-tsp-8 was trained on tsp levels of 10x10 cells" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="was trained on tsp levels of 10x10"):
+        sgps.load("hard-tsp-8").solve(large)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A tiny phs-sg run on TSP with a whole test record of its latest weights."""
+    folder = tmp_path_factory.mktemp("tiny")
+    train, test = folder / "train.txt", folder / "test.txt"
+    assert main(["generate", "tsp", "--count", "24", "--out", str(train)]) == 0
+    assert main(["generate", "tsp", "--count", "4", "--seed", "9000", "--out", str(test)]) == 0
+    run = folder / "run"
+    assert main(["train", "--problems", str(train), "--out", str(run), "--algorithm", "phs-sg", "--preset", "tiny",
+                 "--max-iterations", "1", "--quiet"]) == 0  # fmt: skip
+    weights = run / "checkpoints" / "latest.safetensors"
+    assert main(["test", str(run), "--problems", str(test), "--budget", "2000", "--rounds", "2",
+                 "--checkpoint", str(weights)]) == 0  # fmt: skip
+    return run, test, weights
+
+
+def test_a_model_is_made_from_its_runs_own_test_record_of_those_weights(tiny_run, tmp_path, capsys):
+    run, test, weights = tiny_run
+    made = build_model(run, "tiny-tsp", weights=weights, tests=[CardLevels("official", test, "4 tsp levels", 2000, 2)],
+                       summary="A tiny model.", recipe="tiny preset, one pass", training_problems="24 tsp levels",
+                       version=3, preset="tiny", root=tmp_path / "zoo")  # fmt: skip
+    card = read_card(made)
+    with (run / "metrics" / "test-test.csv").open() as handle:
+        record = list(csv.DictReader(handle))
+    solved = [row for row in record if row["solved"] == "1"]
+    assert (card.name, card.version, card.domain, card.algorithm, card.preset) == ("tiny-tsp", 3, "tsp", "phs-sg",
+                                                                                   "tiny")  # fmt: skip
+    assert card.tests[0].solved == len(solved) and card.tests[0].total == 4
+    assert card.tests[0].mean_length == pytest.approx(sum(int(row["length"]) for row in solved) / len(solved), 0.01)
+    assert card.training["weights"] == record[0]["weights"]
+    assert sgps.load(made).solve(test, budget=2000).solved
+    assert main(["models", str(made)]) == 0 and "tiny-tsp (version 3)" in capsys.readouterr().out
+    other = tmp_path / "other.safetensors"
+    tensors = safetensors.torch.load_file(weights)
+    name = sorted(tensors)[0]
+    tensors[name] = tensors[name] + 1.0
+    safetensors.torch.save_file(tensors, other)
+    with pytest.raises(ConfigError, match="made with other weights"):
+        build_model(run, "other", weights=other,
+                    tests=[CardLevels("official", test, "4 tsp levels", 2000, 2)], summary=".", recipe=".",
+                    training_problems=".", version=1, preset="tiny", root=tmp_path / "zoo")  # fmt: skip
+    assert sorted(p.name for p in (tmp_path / "zoo").iterdir()) == ["tiny-tsp"]
