@@ -101,7 +101,7 @@ def test_a_fork_refuses_what_would_change_the_run_and_leaves_nothing_half_made(t
         ({"subgoal": {"codebook_size": 8}}, tmp_path / "fork", problems, "subgoal.codebook_size cannot change"),
         ({"bootstrap": {"initial_budget": 0}}, tmp_path / "fork", problems, "bootstrap.initial_budget"),
         ({}, tmp_path / "taken", problems, "already exists; fork into a new folder"),
-        ({}, parent / "inside", problems, "lies inside the run"),
+        ({}, parent / "inside", problems, "lies inside the RUN input"),
         ({}, tmp_path / "fork", others, "not the train problems"),
         ({}, tmp_path / "fork", None, "give the level file it was trained on"),
     ]

@@ -186,7 +186,9 @@ def test_a_comparison_travels_without_the_sets_it_generated(tmp_path):
         '[train.bootstrap]\nmax_iterations = 1\ninitial_budget = 150\ncheckpoint_every = 1\n'
     )
     folder = tmp_path / "cmp"
-    compare(config, folder, max_batches=1, stream=io.StringIO())
+    # One thread for its one run (the planner would give it both cores: two torch threads beside the other test
+    # worker can take minutes over a batch).
+    compare(config, folder, jobs=1, threads=1, max_batches=1, stream=io.StringIO())
     assert main(["pack", str(folder), "--out", str(tmp_path / "archive")]) == 0
     _, members = read_members(tmp_path / "archive")
     names = {member.path for member in members}
@@ -196,7 +198,7 @@ def test_a_comparison_travels_without_the_sets_it_generated(tmp_path):
     unpack(tmp_path / "archive", moved)
     for name in ("train.txt", "tests/test.txt"):
         assert (moved / "problems" / name).read_bytes() == (folder / "problems" / name).read_bytes()
-    outcome = compare(moved / "compare.toml", moved, stream=io.StringIO())
+    outcome = compare(moved / "compare.toml", moved, jobs=1, threads=1, stream=io.StringIO())
     assert outcome.failure() is None
     assert (moved / "runs" / "phs-sg-s0" / "metrics" / "test-test.csv").is_file()
 

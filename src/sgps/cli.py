@@ -429,8 +429,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sgps: error: {where}{error.strerror or error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        if argv is None:  # the program itself: a Ctrl-C during the exit's clean-up must not end it by the signal
+            _ignore_interrupts()
         print("sgps: interrupted", file=sys.stderr)
         return 130
+
+
+#: Signals that stop a command as Ctrl-C does (`StopRequested`, exit status 128 + the signal's number):
+#: SIGTERM (143) and SIGHUP (129, the terminal closed).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _ignore_interrupts() -> None:
+    """Ignore further Ctrl-C while an interrupted command exits (main thread only)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextlib.contextmanager
@@ -443,14 +456,16 @@ def _stop_on_sigterm() -> Iterator[None]:
         return
 
     def stop(number: int, _frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not interrupt the clean-up
+        for stopping in STOP_SIGNALS:  # a second one must not interrupt the clean-up
+            signal.signal(stopping, signal.SIG_IGN)
         raise StopRequested(signal.Signals(number).name, 128 + number)
 
-    previous = signal.signal(signal.SIGTERM, stop)
+    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)  # None: set from C
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)  # None: set from C
 
 
 def _format_warning(message: Warning | str, category: type[Warning], *_: object, **__: object) -> str:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
+import re
 import stat
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import IO, Any
 
@@ -112,3 +115,84 @@ def file_sha256(path: str | Path) -> bytes:
     """The SHA-256 digest of the regular file `path`'s bytes (`open_regular`)."""
     with open_regular(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").digest()
+
+
+#: How deeply a JSON or TOML document that sgps reads may nest its lists and tables. No
+#: file sgps writes nests more than a few levels; without a bound, 100,000 nested ``[``
+#: ended in a `RecursionError` traceback (the parsers recurse once per level).
+MAX_NESTING = 64
+
+#: The most bytes of one JSON or TOML document sgps parses (its own are a few KiB).
+MAX_DOCUMENT_BYTES = 16 * 2**20
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_TOML_SKIPPED = re.compile(
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\']|\'(?!\'\'))*\'\'\''  # multi-line strings
+    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|\'[^\'\n]*\'|#[^\n]*',  # strings, comments
+    re.DOTALL,
+)
+_OPENERS = str.maketrans({"[": "(", "{": "(", "]": ")", "}": ")"})
+
+
+class DocumentLimitError(ValueError):
+    """A JSON or TOML document larger, or nested deeper, than sgps reads (`parse_json`, `parse_toml_text`)."""
+
+
+def parse_json(
+    text: str | bytes, *, max_depth: int = MAX_NESTING, max_bytes: int = MAX_DOCUMENT_BYTES,
+    object_pairs_hook: Any = None,
+) -> Any:
+    """`json.loads(text)`, bounded: a `DocumentLimitError` for a document of more than `max_bytes` or one
+    nested more than `max_depth` deep (checked before it is parsed), a `json.JSONDecodeError` for one that is
+    not JSON. Callers name their file in the error they raise for either (both are `ValueError`s)."""
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8")  # json.loads' own rule for bytes, less the UTF-16/32 guess
+    _check_size(text, max_bytes)
+    _check_depth(_JSON_STRING.sub("", text), max_depth)
+    try:
+        return json.loads(text, object_pairs_hook=object_pairs_hook)
+    except RecursionError:  # cannot happen within MAX_NESTING; never a traceback all the same
+        raise DocumentLimitError(f"nested more than {max_depth} deep") from None
+
+
+def parse_toml_text(text: str, *, max_depth: int = MAX_NESTING, max_bytes: int = MAX_DOCUMENT_BYTES) -> dict[str, Any]:
+    """`tomllib.loads(text)`, bounded as `parse_json` is: arrays and inline tables are counted before the
+    document is parsed, tables made by dotted keys after (`tomllib` builds those without recursing)."""
+    _check_size(text, max_bytes)
+    _check_depth(_TOML_SKIPPED.sub("", text), max_depth)
+    try:
+        document = tomllib.loads(text)
+    except RecursionError:
+        raise DocumentLimitError(f"nested more than {max_depth} deep") from None
+    _check_value_depth(document, max_depth)
+    return document
+
+
+def _check_size(text: str, max_bytes: int) -> None:
+    if len(text) > max_bytes:  # characters: at least as many bytes
+        raise DocumentLimitError(f"{len(text):,} characters, more than the {max_bytes:,} bytes sgps reads here")
+
+
+def _check_depth(text: str, max_depth: int) -> None:
+    """Refuse brackets nested more than `max_depth` deep (`text` with its strings and comments removed)."""
+    brackets = re.sub(r"[^\[\]{}]+", "", text).translate(_OPENERS)
+    for _ in range(max_depth):  # each pass removes the innermost pairs: one level of nesting
+        reduced = brackets.replace("()", "")
+        if reduced == brackets:
+            break
+        brackets = reduced
+    if "()" in brackets or brackets.count("(") > max_depth:  # pairs left, or more unclosed than allowed
+        raise DocumentLimitError(f"lists or tables nested more than {max_depth} deep")
+
+
+def _check_value_depth(value: Any, max_depth: int) -> None:
+    """Refuse a parsed document whose lists and tables nest more than `max_depth` deep (no recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            raise DocumentLimitError(f"lists or tables nested more than {max_depth} deep")
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)

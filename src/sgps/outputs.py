@@ -47,6 +47,8 @@ class Output:
     `suffix`: the suffix a file's name must end in (an image's format, e.g. ``.gif``).
     `run_file`: the file is one a run keeps for itself (a test record, its journal), so it
     may replace an existing file of a run folder.
+    `apart`: the output may neither lie inside an input nor hold one, links and ``..``
+    resolved first (``sgps unpack A --out A/R``, ``sgps fork RUN --out LINK/F``).
     """
 
     option: str
@@ -56,6 +58,7 @@ class Output:
     replaces: tuple[str, ...] = ()
     suffix: str = ""
     run_file: bool = False
+    apart: bool = False
 
 
 #: What makes a folder a run folder, as `sgps train` makes it (`sgps.runs.rundir.RUN_FILES`).
@@ -75,8 +78,10 @@ def check_outputs(
     for output in outputs:
         _check_name(output)
         _check_existing(output, overwrite)
+        _check_replaced_link(output, overwrite)
         _check_parent(output)
         _check_inputs(output, given_inputs)
+        _check_apart(output, given_inputs)
         _check_run_file(output)
         _check_suffix(output)
     _check_distinct(outputs)
@@ -179,6 +184,24 @@ def _check_inputs(output: Output, inputs: Sequence[tuple[str, Path]]) -> None:
             if _same_path(replaced, path) or _inside(path, replaced):
                 raise ConfigError(f"{option} {path} lies in {replaced}, which {output.option} {output.path} "
                                   "replaces; move it out first")  # fmt: skip
+
+
+def _check_apart(output: Output, inputs: Sequence[tuple[str, Path]]) -> None:
+    if not output.apart:
+        return
+    for option, path in inputs:
+        if _inside(output.path, path) or _inside(path, output.path):
+            raise ConfigError(f"{output.option} {output.path} lies inside the {option} input {path} (or holds it; "
+                              "links and '..' followed): it would be made inside what the command reads; choose a "
+                              "folder beside it")  # fmt: skip
+
+
+def _check_replaced_link(output: Output, overwrite: bool) -> None:
+    """A folder result that ``--overwrite`` replaces is named by itself, not through a symbolic link (which the
+    command would otherwise replace by a folder, leaving its target as it was)."""
+    if output.kind == FOLDER and overwrite and output.path.is_symlink() and exists_as_result(output):
+        raise ConfigError(f"{output.option} {output.path}: a symbolic link to {output.path.resolve()}; name that "
+                          "folder itself to replace what it holds")  # fmt: skip
 
 
 def _check_distinct(outputs: Sequence[Output]) -> None:

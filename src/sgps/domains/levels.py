@@ -32,7 +32,7 @@ from sgps.domains.base import Domain
 from sgps.domains.registry import domain_names, get_domain
 from sgps.domains.sokoban import ASCII_CODES
 from sgps.errors import LevelFormatError, UnknownDomainError
-from sgps.fileio import atomic_write_text
+from sgps.fileio import DocumentLimitError, atomic_write_text, parse_json
 
 HEADER_PREFIX = "; sgps "
 BOXOBAN_SIZE = 10
@@ -42,6 +42,9 @@ _INTEGER = re.compile(r"-?[0-9]+")  # ASCII digits only: int() would also take '
 #: No level field (a size, a cell code, a count) needs more digits than a 64-bit integer
 #: holds; Python refuses to convert more than 4,300 digits at all.
 MAX_FIELD_DIGITS = 19
+
+#: The most characters of a header field's JSON value (``params={...}``): a generator's few settings.
+MAX_HEADER_JSON_BYTES = 64 * 2**10
 
 
 @dataclass(frozen=True)
@@ -130,8 +133,10 @@ def parse_header(text: str, path: Path, line: int) -> dict[str, Any]:
     header: dict[str, Any] = {}
     for key, value in tokens:
         try:
-            header[key] = json.loads(value)
-        except json.JSONDecodeError:
+            header[key] = parse_json(value, max_bytes=MAX_HEADER_JSON_BYTES)
+        except DocumentLimitError as error:
+            raise LevelFormatError(f"bad sgps header: its {key}= field is {error}", path, line) from None
+        except ValueError:  # not JSON (or not UTF-8): kept as the text
             header[key] = value
     if "domain" not in header:
         raise LevelFormatError("bad sgps header: it has no domain=... field", path, line)

@@ -67,10 +67,8 @@ def pack(
     nor replace an input, and an archive already there is replaced only with `overwrite`.
     """
     inputs = (("PATH", folder), ("--problems", problems), ("--validation", validation))
-    check_outputs([Output("--out", archive, FOLDER, result=True, replaces=ARCHIVE_FILES)], inputs,
+    check_outputs([Output("--out", archive, FOLDER, result=True, replaces=ARCHIVE_FILES, apart=True)], inputs,
                   overwrite=overwrite)  # fmt: skip
-    if archive.absolute().is_relative_to(folder.absolute()) or folder.absolute().is_relative_to(archive.absolute()):
-        raise ConfigError(f"--out {archive}: lies inside {folder} (or holds it); write the archive elsewhere")
     if is_comparison(folder):
         if problems is not None or validation is not None:
             raise ConfigError(f"--problems and --validation are for a run folder; {folder} is a comparison, "
@@ -86,7 +84,7 @@ def pack(
 
 def unpack(archive: Path, out: Path) -> ArchiveIndex:
     """Unpack a run or comparison archive into the new folder `out`."""
-    check_outputs([Output("--out", out, FOLDER)], (("ARCHIVE", archive),))
+    check_outputs([Output("--out", out, FOLDER, apart=True)], (("ARCHIVE", archive),))
     if out.exists():
         raise ConfigError(f"--out {out}: already exists; unpack into a new folder")
     if read_index(archive).kind == COMPARISON_KIND:

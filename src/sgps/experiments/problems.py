@@ -26,7 +26,7 @@ from sgps.domains import get_domain, read_levels, write_levels
 from sgps.domains.levels import states_digest
 from sgps.errors import ConfigError, SgpsError
 from sgps.experiments.plan import ComparePlan, ProblemSource
-from sgps.fileio import atomic_write_text
+from sgps.fileio import atomic_write_text, parse_json
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,8 @@ def stored_digests(files: ProblemFiles) -> dict[str, str]:
     if not files.digests.exists():
         return {}
     try:
-        stored = json.loads(files.digests.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        stored = parse_json(files.digests.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:  # JSONDecodeError, DocumentLimitError
         raise ConfigError(f"{files.digests}: not a digest file ({error}); restore it or delete it") from None
     if not isinstance(stored, dict) or not all(isinstance(v, str) for v in stored.values()):
         raise ConfigError(f"{files.digests}: not a digest file (a JSON object of file name to SHA-256); "

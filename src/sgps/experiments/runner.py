@@ -281,11 +281,13 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         return
 
     def interrupt(signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not interrupt stopping the children
+        for stopping in (signal.SIGTERM, signal.SIGHUP):  # a second one must not interrupt stopping the children
+            signal.signal(stopping, signal.SIG_IGN)
         raise StopRequested(signal.Signals(signum).name, 128 + signum)
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)

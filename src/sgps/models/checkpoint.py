@@ -24,7 +24,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load, save
 
 from sgps.errors import CheckpointError
-from sgps.fileio import atomic_write_bytes, file_sha256
+from sgps.fileio import atomic_write_bytes, file_sha256, parse_json
 from sgps.version import sgps_version
 
 ARCHITECTURE_KEY = "sgps.architecture"
@@ -68,7 +68,7 @@ def recorded_architecture(path: str | Path) -> dict[str, Any]:
     """The architecture fields a checkpoint records, read from its header before a network is built for it."""
     file = Path(path)
     try:
-        described = json.loads(_header_metadata(file)[ARCHITECTURE_KEY])
+        described = parse_json(_header_metadata(file)[ARCHITECTURE_KEY])
     except (KeyError, ValueError) as error:
         raise CheckpointError(f"{file}: not a readable sgps checkpoint ({error})") from None
     if not isinstance(described, dict):
@@ -224,12 +224,14 @@ def _metadata(data: bytes) -> dict[str, str]:
     if len(data) < 8:
         raise ValueError("file shorter than a safetensors header")
     size = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8 : 8 + size])
+    header = parse_json(data[8 : 8 + size])
+    if not isinstance(header, dict) or not isinstance(header.get("__metadata__", {}), dict):
+        raise ValueError("a safetensors header that is not a JSON object")
     return dict(header.get("__metadata__", {}))
 
 
 def _difference(saved: str, expected: str) -> str:
-    ours, theirs = json.loads(expected), json.loads(saved)
+    ours, theirs = parse_json(expected), parse_json(saved)
     changed = [
         f"{key}: file {theirs.get(key)!r}, network {ours.get(key)!r}" for key in ours if ours[key] != theirs.get(key)
     ]

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-from sgps.errors import ConfigError
-from sgps.fileio import current_umask, open_regular, temporary_stem
+from sgps.errors import ConfigError, SgpsError
+from sgps.fileio import current_umask, open_regular, parse_json, temporary_stem
 from sgps.version import sgps_version
 
 T = TypeVar("T")
@@ -243,10 +243,10 @@ def read_index(archive: Path) -> ArchiveIndex:
         raise ConfigError(f"{archive}: not an archive folder (`sgps pack` writes one)")
     try:
         with open_regular(index_file) as handle:
-            entry = json.loads(handle.read(2**24))
+            entry = parse_json(handle.read(2**24))
     except FileNotFoundError:
         raise ConfigError(f"{archive}: no {INDEX} here; not an archive written by `sgps pack`") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError, ValueError) as error:  # JSONDecodeError, DocumentLimitError
         raise ConfigError(f"{index_file}: not a readable archive index ({error})") from None
     if not isinstance(entry, dict) or entry.get("format") != FORMAT:
         raise ConfigError(f"{index_file}: not an archive index written by `sgps pack`")
@@ -350,7 +350,9 @@ def build_new_folder(out: Path, fill: Callable[[Path], T], verb: str) -> T:
 
     `fill` writes into a temporary folder beside `out`, which is renamed to `out` only once
     `fill` has returned: a failure or an interrupt leaves no half-made folder behind. `verb`
-    names the operation in the refusal of an `out` that exists ("unpack", "fork").
+    names the operation in the refusal of an `out` that exists ("unpack", "fork"). An error
+    that names a path inside the temporary folder, which is gone by the time it is read,
+    names the path in `out` instead, the folder the user gave.
     """
     if out.exists() or out.is_symlink():
         raise ConfigError(f"{out}: already exists; {verb} into a new folder")
@@ -360,10 +362,35 @@ def build_new_folder(out: Path, fill: Callable[[Path], T], verb: str) -> T:
         result = fill(building)
         os.chmod(building, 0o777 & ~current_umask())
         os.rename(building, out)
+    except (SgpsError, OSError) as error:
+        shutil.rmtree(building, ignore_errors=True)
+        renamed = _named_in(error, building, out)
+        if renamed is error:
+            raise
+        raise renamed from None
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
     return result
+
+
+def _named_in(error: SgpsError | OSError, building: Path, out: Path) -> SgpsError | OSError:
+    """`error` with every mention of the temporary folder `building` made a mention of `out` (the same
+    error when it names none)."""
+    if isinstance(error, OSError):
+        names = [str(name).replace(str(building), str(out)) if name is not None else None
+                 for name in (error.filename, error.filename2)]  # fmt: skip
+        if names == [error.filename, error.filename2]:
+            return error
+        return type(error)(error.errno, error.strerror, names[0], None, names[1])
+    message = str(error)
+    if str(building) not in message:
+        return error
+    renamed = message.replace(str(building), str(out))
+    try:
+        return type(error)(renamed)
+    except TypeError:  # an error type built from other arguments than its message
+        return ConfigError(renamed)
 
 
 def write_member(root: Path, path: str, data: bytes) -> None:

@@ -130,10 +130,8 @@ def fork_run(
     for section, entries in changes.items():  # each value alone, before the parent is read (and locked)
         for key, value in entries.items():
             check_value(section, key, value)
-    check_outputs([Output("--out", out, FOLDER)], (("RUN", parent), ("--problems", problems),
+    check_outputs([Output("--out", out, FOLDER, apart=True)], (("RUN", parent), ("--problems", problems),
                                                    ("--validation", validation)))  # fmt: skip
-    if out.absolute().is_relative_to(parent.absolute()) or parent.absolute().is_relative_to(out.absolute()):
-        raise ConfigError(f"--out {out}: lies inside the run {parent} (or holds it); fork into a folder beside it")
     files = run_snapshot(parent)
     document = parse_toml(files[CONFIG], parent / CONFIG)
     parent_run = Run.from_document(parent, document)

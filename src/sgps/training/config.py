@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from sgps.errors import ConfigError
+from sgps.fileio import MAX_DOCUMENT_BYTES, DocumentLimitError, open_regular, parse_toml_text
 from sgps.training.bootstrap import BootstrapConfig
 from sgps.training.methods.flat.learner import LearnerConfig
 from sgps.training.methods.subgoal.learner import SubgoalSettings
@@ -368,9 +369,12 @@ def read_toml(file: Path) -> dict[str, Any]:
     if file.exists() and not file.is_file():
         raise ConfigError(f"{file}: not a regular file")
     try:
-        data = file.read_bytes()
+        with open_regular(file, "rb") as handle:
+            data = handle.read(MAX_DOCUMENT_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"{file}: no such config file") from None
+    except OSError as error:
+        raise ConfigError(f"{file}: cannot be read ({error.strerror or error})") from None
     return parse_toml(data, file)
 
 
@@ -383,6 +387,8 @@ def parse_toml(data: bytes, file: Path) -> dict[str, Any]:
     except UnicodeDecodeError as error:
         raise ConfigError(f"{file}: not a UTF-8 text file (byte {error.start})") from None
     try:
-        return tomllib.loads(text)
+        return parse_toml_text(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{file}: not valid TOML ({error})") from None
+    except DocumentLimitError as error:
+        raise ConfigError(f"{file}: not a settings file sgps reads ({error})") from None

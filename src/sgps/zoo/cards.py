@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sgps.errors import CheckpointError, ConfigError
-from sgps.fileio import read_regular_text
+from sgps.fileio import parse_toml_text, read_regular_text
 
 #: Where the models that install with the package live.
 MODELS = Path(__file__).parent / "models"
@@ -149,8 +148,8 @@ def read_card(folder: Path) -> ModelCard:
     try:
         if file.stat().st_size > MAX_CARD_BYTES:
             raise CheckpointError(f"{file}: {file.stat().st_size:,} bytes, not a model card; reinstall sgps")
-        document = tomllib.loads(read_regular_text(file))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        document = parse_toml_text(read_regular_text(file))
+    except (OSError, UnicodeDecodeError, ValueError) as error:  # TOMLDecodeError, DocumentLimitError
         raise CheckpointError(f"{file}: not a readable model card ({error}); reinstall sgps") from None
     reader = _Fields(file, document)
     shape = reader.get("observation_shape", list)
