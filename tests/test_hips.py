@@ -455,7 +455,7 @@ def test_an_interrupted_dataset_build_goes_on_where_it_stopped(tmp_path, tsp, mo
 
 def test_sgps_dataset_killed_and_run_again_writes_the_file_of_an_uninterrupted_run(tmp_path, capsys):
     problems = tmp_path / "train.txt"
-    assert main(["generate", "sokoban", "--count", "24", "--out", str(problems)]) == 0
+    assert main(["generate", "sokoban", "--count", "12", "--out", str(problems)]) == 0
     assert main(["dataset", "sokoban", "--problems", str(problems), "--out", str(tmp_path / "whole.npz"),
                  "--workers", "1"]) == 0  # fmt: skip
     out = tmp_path / "data.npz"

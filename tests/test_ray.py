@@ -1,8 +1,10 @@
 """The Ray backend gives the local backend's results: training, tests, comparisons, and a lost actor.
 
-These tests start a local Ray instance with 2 CPUs (one per pytest worker that runs
-them). They are skipped only where Ray is not installed; the test that checks the
-message for a missing Ray always runs.
+These tests share one local Ray instance with 2 CPUs, started by the first of them and
+shut down after the last; under pytest-xdist they all run on one worker (the group
+"ray", with `--dist loadgroup` in pyproject.toml), so that one Ray instance and one
+local reference run serve them all. They are skipped only where Ray is not installed;
+the test that checks the message for a missing Ray always runs.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sgps.runs import runner
 
 from comparisons import SMOKE_OPTIONS, smoke_comparison, smoke_document, write_config
 
+pytestmark = pytest.mark.xdist_group("ray")
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed (sgps[ray])")
 #: Columns of the metrics CSVs that do not depend on the machine (everything but wall-clock seconds).
 COLUMNS = ("iteration", "batch", "problem", "solved", "expanded", "generated", "length", "budget")

@@ -152,8 +152,11 @@ def observation_key(domain: Domain[Any]) -> str:
     return "obs"
 
 
-def mismatches(domain: Domain[Any], state: Any, observation: Any, record: dict[str, Any]) -> list[str]:
-    """How our state and its observation differ from one trace state record."""
+def mismatches(
+    domain: Domain[Any], state: Any, observation: Any, record: dict[str, Any], nonzero: np.ndarray | None = None
+) -> list[str]:
+    """How our state and its observation differ from one trace state record (`nonzero`: the observation's
+    ``np.argwhere``, when already known)."""
     problems = []
     ours = {
         "grid": domain.grid_codes(state),
@@ -168,8 +171,9 @@ def mismatches(domain: Domain[Any], state: Any, observation: Any, record: dict[s
     obs_key = observation_key(domain)
     if list(observation.shape) != record[f"{obs_key}_shape"]:
         problems.append(f"observation shape {observation.shape} != {record[f'{obs_key}_shape']}")
-    nonzero, expected = np.argwhere(observation), record[f"{obs_key}_nonzero"]
-    # np.argwhere: the indices of zip(*observation.nonzero()), row by row in the same order
+    if nonzero is None:
+        nonzero = np.argwhere(observation)  # the indices of zip(*observation.nonzero()), row by row in that order
+    expected = record[f"{obs_key}_nonzero"]
     same = expected.matches(nonzero) if isinstance(expected, NonzeroEntries) else nonzero.tolist() == expected
     if not same:
         problems.append("observation non-zero entries differ")
@@ -182,8 +186,10 @@ def replay(domain: Domain[Any], record: dict[str, Any]) -> list[str]:
     """Replay a walk or solution record; the first differences found, with their step."""
     states = trajectory(domain, parse_level(domain, record["level"]), record["actions"])
     observations = domain.observe(states)
+    entries = np.argwhere(observations)  # [t, channel, row, column], by step: each step's np.argwhere after its t
+    bounds = np.searchsorted(entries[:, 0], np.arange(len(states) + 1))
     for t, (state, observation, expected) in enumerate(zip(states, observations, record["states"], strict=True)):
-        problems = mismatches(domain, state, observation, expected)
+        problems = mismatches(domain, state, observation, expected, entries[bounds[t] : bounds[t + 1], 1:])
         if problems:
             where = f"level {record['level_index']} walk {record.get('walk', '-')} step {t}"
             return [f"{where}: {problem}" for problem in problems]

@@ -17,9 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib as mpl
 import numpy as np
-from matplotlib.figure import Figure
 
 from sgps.experiments.results import Curve, RunResult
 from sgps.fileio import atomic_write_bytes, atomic_write_text
@@ -85,6 +83,9 @@ def write_curves_csv(path: Path, bands: Sequence[Band]) -> None:
 
 def write_curves_png(path: Path, bands: Sequence[Band], label: Callable[[str], str], *, search_time_only: bool) -> None:
     """Two panels, against expansions and against hours: a line per algorithm, its min-max band shaded."""
+    import matplotlib as mpl  # here, not at the top: every `sgps` command would pay a third of a second for it
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(13, 4.8), dpi=100)
     panels = dict(zip(AXES, figure.subplots(1, 2), strict=True))
     colours = mpl.colormaps["tab10"]
