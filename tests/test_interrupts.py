@@ -283,7 +283,7 @@ def held_in_shm(pids: list[int]) -> set[str]:
 
 class OwnShm:
     """The /dev/shm entries one command's processes made: those that appeared after it started and that the
-    command or one of its descendants had open or mapped (looked at every 50 ms while it runs). Entries other
+    command or one of its descendants had open or mapped (looked at every 0.1 s while it runs). Entries other
     programs make meanwhile (another test session's semaphores, say) are not counted."""
 
     def __init__(self) -> None:
@@ -298,7 +298,7 @@ class OwnShm:
         def look() -> None:
             while True:
                 self.seen |= held_in_shm([pid, *_descendants(pid)])
-                if self._stop.wait(0.05):
+                if self._stop.wait(0.1):
                     return
 
         self._thread = threading.Thread(target=look, daemon=True)

@@ -38,7 +38,11 @@ BOOTSTRAP = {"bootstrap": {"seed": 3, "max_iterations": 2}}
 def ray_instance():
     ray = pytest.importorskip("ray")
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        # Ray starts its worker processes (the actors, the tasks and the commands they run) at nice 15: beside the
+        # other test worker's processes on a 2-core machine they got next to no CPU, and a test took minutes.
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("RAY_worker_niceness", "0")  # read once, by the raylet that ray.init starts
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
 
