@@ -52,7 +52,8 @@ def main() -> int:
         space = fuzzing.make_workspace(Path(folder) / "space")
         cases = [*fuzzing.output_path_cases(space), *fuzzing.option_cases(space), *fuzzing.api_cases(space),
                  *fuzzing.damaged_run_cases(space), *fuzzing.damaged_journal_cases(space),
-                 *fuzzing.damaged_dataset_cases(space),
+                 *fuzzing.damaged_dataset_cases(space), *fuzzing.made_folder_cases(space),
+                 *fuzzing.nested_document_cases(space), *fuzzing.damaged_archive_cases(space),
                  *random_option_cases(space, args.random, random.Random(args.seed))]  # fmt: skip
         fuzzing.run_cases(cases, space.root)
     print(f"{'class':24s} {'cases':>6s} {'refused':>8s} {'accepted':>9s} {'defects':>8s}")

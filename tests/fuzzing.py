@@ -16,6 +16,13 @@ added (or the harness fails until it is classified):
   given a value of the wrong type.
 - ``damaged records``: run folders whose metrics, logs, locks and trainer state are
   damaged or replaced by FIFOs, resumed.
+- ``folders sgps made``: every output option aimed at an archive (sealed), a comparison
+  folder, a run folder, paths inside them and links to them; ``sgps report`` through a
+  link onto the comparison's own file.
+- ``nested documents``: archive indexes, configs, comparison plans and level headers
+  nested 100,000 deep.
+- ``damaged archives``: archives whose index, parts or members are damaged, unpacked;
+  forks of damaged runs and forks into what they read.
 
 Each case runs `sgps.cli.main` (or the API call) in this process under a deadline, with
 training replaced by a sentinel once every check has passed (`Accepted`): a case either
@@ -69,6 +76,8 @@ PICTURES = ("show", "solve", "subgoals")
 HIPS_OUTPUT = ("folder", "train --algorithm hips-eps --problems {levels} --out {OUT}")
 #: The workspace folder where cases copy runs to damage them (not part of the disk-unchanged check).
 SCRATCH = "scratch"
+#: A finished run of the workspace on other levels with another seed: a trainer state that is not the run's.
+OTHER_RUN = "other-run"
 #: Path options that only read: (command, dest).
 INPUT_OPTIONS = {
     ("show", "file"), ("solve", "file"), ("dataset", "problems"), ("train", "problems"), ("train", "dataset"),
@@ -92,10 +101,12 @@ class Workspace:
     journal: Path  # the journal of a finished dataset build of `levels`
     dataset: Path  # that build's dataset
     archive: Path  # `run` packed (`sgps pack`)
+    comparison: Path  # a folder marked as `sgps compare` marks its own (compare.toml, problems/)
 
     def fill(self, template: str, out: str) -> list[str]:
         names = {"{levels}": str(self.levels), "{run}": str(self.run), "{config}": str(self.config),
-                 "{fresh}": str(self.root / "fresh-run"), "{archive}": str(self.archive)}  # fmt: skip
+                 "{fresh}": str(self.root / "fresh-run"), "{archive}": str(self.archive),
+                 "{comparison}": str(self.comparison)}  # fmt: skip
         words = []
         for word in template.split():
             words.append(out if word == "{OUT}" else names.get(word, word))
@@ -217,6 +228,216 @@ def test_record_cases(space: Workspace) -> list[Case]:
 
     return [test_call("a link to its level file", link_to_levels), test_call("a folder", folder),
             test_call("another level set with the same name", another_set)]  # fmt: skip
+
+
+#: The suffix a new file of each file output gets (pictures must end in their format's).
+_FILE_SUFFIX = {"generate": ".txt", "show": ".png", "solve": ".gif", "dataset": ".npz", "subgoals": ".png"}
+#: Folder outputs that make a folder of the kind sgps protects (the others write pictures or logs into theirs).
+_MAKES_A_FOLDER = {("train", "out"), ("train/hips-eps", "out"), ("compare", "out"), ("pack", "out"),
+                   ("unpack", "out"), ("fork", "out")}
+
+
+def made_folder_cases(space: Workspace) -> list[Case]:
+    """Every output option aimed at the folders sgps made (`sgps.outputs.folder_kind`), links followed.
+
+    An archive is sealed; a comparison's and a run's files are their own; a run, a comparison or an
+    archive is made only where nothing of another kind holds it (a run may lie in a comparison's
+    ``runs/``). Writing a picture or a log into a new folder inside a run is not hostile.
+    """
+    root, archive, comparison, run = space.root, space.archive, space.comparison, space.run
+    link = root / "archive-link"
+    cases = []
+    for (command, dest), (kind, template) in [*OUTPUTS.items(), (("train/hips-eps", "out"), HIPS_OUTPUT)]:
+        if kind == "file":
+            new = f"new{_FILE_SUFFIX[command]}"
+            targets = {"a file of the archive": archive / "archive.json", "a new file in the archive": archive / new,
+                       "a new file through a link to the archive": link / new,
+                       "a file of a comparison": comparison / "compare.toml",
+                       "a comparison's problems": comparison / "problems" / "train.txt",
+                       "a link to a file of a comparison": root / "comparison-link"}  # fmt: skip
+            hostile = dict.fromkeys(targets, True)
+        else:
+            makes = (command, dest) in _MAKES_A_FOLDER
+            targets = {"the archive": archive, "a link to the archive": link,
+                       "a folder in the archive": archive / "new",
+                       "a folder through a link to the archive": link / "new", "a comparison": comparison,
+                       "a comparison's problems": comparison / "problems", "a run": run,
+                       "a folder in a run": run / "new"}  # fmt: skip
+            hostile = dict.fromkeys(targets, True)
+            hostile["a folder in a run"] = makes  # GIFs, logs or a demo's levels beside the run's own files
+            if command == "compare":
+                hostile["a comparison"] = False  # its own kind: the same comparison, resumed or refused as changed
+            if not makes:
+                hostile["a comparison's problems"] = False  # GIFs or logs in a new folder beside the levels
+        for label, target in targets.items():
+            argv = space.fill(template, str(target))
+            cases.append(Case("folders sgps made", f"{command} --{dest} <{label}>", _cli(argv), hostile[label]))
+    cases.append(Case("folders sgps made", "report <curves.png a link to compare.toml>", _report_through_a_link(space)))
+    return cases
+
+
+def _report_through_a_link(space: Workspace) -> Callable[[], int]:
+    """`sgps report` on a comparison whose curves.png links to its compare.toml (once overwritten with a PNG)."""
+
+    def call() -> int:
+        from sgps.cli import main
+
+        copy = space.root / SCRATCH / "comparison-with-a-link"
+        copy.parent.mkdir(exist_ok=True)
+        os.system(f"rm -rf '{copy}' && cp -r '{space.comparison}' '{copy}'")
+        (copy / "curves.png").symlink_to("compare.toml")
+        plan = (copy / "compare.toml").read_bytes()
+        status = main(["report", str(copy)])
+        if (copy / "compare.toml").read_bytes() != plan:
+            raise WrongResultError("compare.toml was written through the link")
+        return status
+
+    return call
+
+
+def nested_document_cases(space: Workspace) -> list[Case]:
+    """Documents nested far deeper than any sgps writes, where each is read: one line, no RecursionError."""
+    deep = 100_000
+    scratch = space.root / SCRATCH / "nested"
+
+    def case(label: str, name: str, text: str, argv: Callable[[Path], list[str]]) -> Case:
+        def call() -> int:
+            from sgps.cli import main
+
+            os.system(f"rm -rf '{scratch}'")
+            scratch.mkdir(parents=True)
+            path = scratch / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            return main(argv(path))
+
+        return Case("nested documents", label, call)
+
+    arrays, tables = "[" * deep + "]" * deep, "a" + "={b" * deep + "}" * deep
+    levels, run = str(space.levels), str(space.run)
+    train = ["train", "--problems", levels, "--out", str(scratch / "out"), "--preset", "tiny", "--config"]
+    header = space.levels.read_text().splitlines()[0]
+    return [
+        case("archive index of arrays", "a/archive.json", arrays, lambda p: ["unpack", str(p.parent), "--out",
+                                                                             str(scratch / "out")]),
+        case("archive index of objects", "a/archive.json", '{"a":' * deep + "1" + "}" * deep,
+             lambda p: ["unpack", str(p.parent), "--out", str(scratch / "out")]),
+        case("config of arrays", "c.toml", f"x = {arrays}\n", lambda p: [*train, str(p)]),
+        case("config of inline tables", "c.toml", tables + "\n", lambda p: [*train, str(p)]),
+        case("comparison plan", "cmp/compare.toml", f"x = {arrays}\n", lambda p: ["compare", str(p), "--out",
+                                                                                   str(scratch / "out")]),
+        case("level header", "t.txt", header.split("{")[0] + '{"a":' * deep + "1" + "}" * deep + "\n",
+             lambda p: ["test", run, "--problems", str(p)]),
+    ]  # fmt: skip
+
+
+def damaged_archive_cases(space: Workspace) -> list[Case]:
+    """The run's archive with its index, parts or members damaged, unpacked; forks of damaged or linked runs."""
+    import json
+
+    scratch = space.root / SCRATCH
+
+    def unpack_case(label: str, damage: Callable[[Path], None]) -> Case:
+        def call() -> int:
+            from sgps.cli import main
+
+            copy, out = scratch / "damaged-archive", scratch / "unpacked"
+            scratch.mkdir(exist_ok=True)
+            os.system(f"rm -rf '{copy}' '{out}' && cp -r '{space.archive}' '{copy}'")
+            damage(copy)
+            status = main(["unpack", str(copy), "--out", str(out)])
+            if status != 0 and out.exists():
+                raise WrongResultError(f"a refused unpack left {out}")
+            return status
+
+        return Case("damaged archives", f"unpack <{label}>", call)
+
+    def index(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], None]:
+        def damage(copy: Path) -> None:
+            document = json.loads((copy / "archive.json").read_text())
+            change(document)
+            (copy / "archive.json").write_text(json.dumps(document))
+
+        return damage
+
+    def member(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+        return lambda document: document["members"][0].__setitem__(key, value)
+
+    def part(change: Callable[[bytes], bytes]) -> Callable[[Path], None]:
+        def damage(copy: Path) -> None:
+            first = sorted(copy.glob("part-*"))[0]
+            first.write_bytes(change(first.read_bytes()))
+
+        return damage
+
+    def drop_part(copy: Path) -> None:
+        sorted(copy.glob("part-*"))[0].unlink()
+
+    cases = [
+        unpack_case("index is junk", lambda copy: (copy / "archive.json").write_bytes(b"\xff{junk")),
+        unpack_case("index is empty", lambda copy: (copy / "archive.json").write_text("")),
+        unpack_case("index is a FIFO", lambda copy: _damage(copy / "archive.json", "fifo")),
+        unpack_case("a part is missing", drop_part),
+        unpack_case("a part is cut short", part(lambda data: data[: len(data) // 2])),
+        unpack_case("a part's bytes flipped", part(lambda data: data[:100] + bytes(b ^ 0xFF for b in data[100:200])
+                                                   + data[200:])),
+        unpack_case("a member's checksum changed", index(member("sha256", "0" * 64))),
+        unpack_case("a member's size raised", index(member("bytes", 10**12))),
+        unpack_case("a member outside the folder", index(member("path", "../escaped"))),
+        unpack_case("a member at an absolute path", index(member("path", "/tmp/escaped"))),
+        unpack_case("a member path twice", index(lambda d: d["members"].append(dict(d["members"][0])))),
+        unpack_case("another format", index(lambda d: d.__setitem__("format", "zip"))),
+        unpack_case("a format version from the future", index(lambda d: d.__setitem__("version", 99))),
+        unpack_case("an unknown kind", index(lambda d: d.__setitem__("kind", "model"))),
+        unpack_case("the kind of a comparison", index(lambda d: d.__setitem__("kind", "comparison"))),
+    ]  # fmt: skip
+    cases += [fork_case(space, label, damage) for label, damage in _FORK_DAMAGES.items()]
+    return cases
+
+
+def fork_case(space: Workspace, label: str, damage: Callable[[Path, Path], list[str]]) -> Case:
+    """`sgps fork` of a copy of the run damaged by `damage(copy, scratch)`, which returns the fork's options."""
+
+    def call() -> int:
+        from sgps.cli import main
+
+        scratch = space.root / SCRATCH / "fork"
+        copy, out = scratch / "parent", scratch / "child"
+        os.system(f"rm -rf '{scratch}'")
+        scratch.mkdir(parents=True)
+        os.system(f"cp -r '{space.run}' '{copy}'")
+        options = damage(copy, scratch)
+        status = main(["fork", str(copy), "--problems", str(space.levels), *options])
+        if status != 0 and (out.exists() or (copy / "child").exists()):
+            raise WrongResultError("a refused fork left its folder")
+        return status
+
+    return Case("damaged archives", f"fork <{label}>", call)
+
+
+def _edited_network(copy: Path, scratch: Path) -> list[str]:
+    config = copy / "config.toml"
+    config.write_text(config.read_text().replace("channels = ", "channels = 1", 1))
+    return ["--out", str(scratch / "child")]
+
+
+def _another_runs_state(copy: Path, scratch: Path) -> list[str]:
+    other = copy.parent.parent.parent / OTHER_RUN  # the workspace's (trained there: here training is a sentinel)
+    (copy / "checkpoints" / "trainer.pt").write_bytes((other / "checkpoints" / "trainer.pt").read_bytes())
+    return ["--out", str(scratch / "child")]
+
+
+def _into_itself_through_a_link(copy: Path, scratch: Path) -> list[str]:
+    (scratch / "link").symlink_to(copy)
+    return ["--out", str(scratch / "link" / "child")]
+
+
+#: Damaged parents of a fork, and forks into what they read.
+_FORK_DAMAGES: dict[str, Callable[[Path, Path], list[str]]] = {
+    "config no longer matches the checkpoint": _edited_network,
+    "trainer state of another run": _another_runs_state,
+    "into the parent through a link": _into_itself_through_a_link,
+}
 
 
 #: Hostile values of valued training options, by the parser's type of the option.
@@ -619,6 +840,11 @@ def make_workspace(root: Path) -> Workspace:
     with _quiet():
         assert main(["train", "--problems", str(levels), "--out", str(run), "--preset", "tiny", "--quiet",
                      "--device", "cpu", "--max-iterations", "1", "--workers", "1"]) == 0  # fmt: skip
+    other_levels = root / "other.txt"
+    write_levels(other_levels, domain, [domain.generate(seed) for seed in range(100, 103)])
+    with _quiet():
+        assert main(["train", "--problems", str(other_levels), "--out", str(root / OTHER_RUN), "--preset", "tiny",
+                     "--quiet", "--device", "cpu", "--max-iterations", "1", "--workers", "1", "--seed", "9"]) == 0
     archive = root / "archive"
     with _quiet():
         assert main(["pack", str(run), "--problems", str(levels), "--out", str(archive)]) == 0
@@ -634,7 +860,13 @@ def make_workspace(root: Path) -> Workspace:
     (root / "run-link").symlink_to(run / "config.toml")
     (root / "levels-folder").mkdir()
     (root / "levels-folder" / "a.txt").write_bytes(levels.read_bytes())
-    return Workspace(root, levels, run, config, journal, dataset, archive)
+    comparison = root / "comparison"
+    (comparison / "problems").mkdir(parents=True)
+    (comparison / "compare.toml").write_text(config.read_text())
+    (comparison / "problems" / "train.txt").write_bytes(levels.read_bytes())
+    (root / "archive-link").symlink_to(archive)
+    (root / "comparison-link").symlink_to(comparison / "compare.toml")
+    return Workspace(root, levels, run, config, journal, dataset, archive, comparison)
 
 
 def run_cases(cases: Sequence[Case], root: Path, *, limit: int = 30) -> None:

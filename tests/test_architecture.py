@@ -25,7 +25,7 @@ _spec.loader.exec_module(architecture)
 #: The layers, lowest first: a module may import from its own layer and the layers below, never above.
 #: The names are the top-level folders and modules of src/sgps (`sgps` is the package's own __init__).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "fileio", "outputs", "version"),  # what every layer may use
+    ("errors", "fileio", "outputs", "processes", "version"),  # what every layer may use
     ("domains",),
     ("search",),
     ("models",),

@@ -23,7 +23,8 @@ def test_every_path_option_of_the_command_line_is_classified():
 
 @pytest.mark.parametrize("make", [fuzzing.output_path_cases, fuzzing.option_cases, fuzzing.api_cases,
                                   fuzzing.damaged_run_cases, fuzzing.damaged_journal_cases,
-                                  fuzzing.damaged_dataset_cases],
+                                  fuzzing.damaged_dataset_cases, fuzzing.made_folder_cases,
+                                  fuzzing.nested_document_cases, fuzzing.damaged_archive_cases],
                          ids=lambda make: make.__name__)  # fmt: skip
 def test_no_case_of_the_class_is_a_defect(space, make):
     cases = make(space)

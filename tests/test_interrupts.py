@@ -6,11 +6,16 @@ checkpoint), `sgps test`, `sgps dataset` and `sgps compare`, each signalled in t
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import pty
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from pathlib import Path
@@ -134,8 +139,6 @@ def test_a_killed_worker_is_one_error_line(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("sgps: error: search process") and "--resume" in lines[0]
 
 
-
-
 # -- the phase × signal table ---------------------------------------------------------------
 #
 # Each case runs a small driver (`DRIVER`, written to a file) in a session of its own: it
@@ -254,7 +257,8 @@ if __name__ == "__main__":  # spawned workers import this file as __mp_main__: t
 #: One pass of two batches (24 levels, a few held out for validation): checkpoint, batch, checkpoint, validation.
 TRAIN = ["--algorithm", "phs-sg", "--preset", "tiny", "--quiet", "--device", "cpu", "--max-iterations", "1"]
 #: What a command prints on stderr when stopped, and its exit status.
-STOPPED = {"SIGTERM": ("sgps: stopped by SIGTERM", 143), "SIGINT": ("sgps: interrupted", 130)}
+STOPPED = {"SIGTERM": ("sgps: stopped by SIGTERM", 143), "SIGINT": ("sgps: interrupted", 130),
+           "SIGHUP": ("sgps: stopped by SIGHUP", 129)}  # fmt: skip
 
 
 def shm() -> set[str]:
@@ -316,9 +320,11 @@ class OwnShm:
         return sorted((shm() - self.before) & self.seen)
 
 
-def drive(tmp_path: Path, phase: str, how: str, argv: list[str], after: Path | None = None, *, children: bool = True):
+def drive(tmp_path: Path, phase: str, how: str, argv: list[str], after: Path | None = None, *, children: bool = True,
+          terminal: bool = False):  # fmt: skip
     """Run `sgps ARGV` under the driver, signalled `how` in `phase`: its exit status and stderr lines, once
-    every process it had started is gone and none of them left anything in /dev/shm (`OwnShm`)."""
+    every process it had started is gone and none of them left anything in /dev/shm (`OwnShm`).
+    `terminal`: stderr is a terminal (`Terminal`), where a progress bar not silenced would be drawn."""
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     note = tmp_path / f"children-{phase}.json"
@@ -328,11 +334,15 @@ def drive(tmp_path: Path, phase: str, how: str, argv: list[str], after: Path | N
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.setsid()
 
-    process = subprocess.Popen([sys.executable, str(driver), phase, how, str(note), str(after or "-"), *argv],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=reset)  # fmt: skip
-    own.watch(process.pid)
-    _, err = process.communicate(timeout=240)
+    with contextlib.ExitStack() as stack:
+        screen = stack.enter_context(Terminal()) if terminal else None
+        process = subprocess.Popen([sys.executable, str(driver), phase, how, str(note), str(after or "-"), *argv],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE if screen is None else screen.slave,
+                                   text=True, preexec_fn=reset)  # fmt: skip
+        own.watch(process.pid)
+        _, err = process.communicate(timeout=240)
+        if screen is not None:
+            err = screen.text()
     assert process.returncode != 99 and note.exists(), f"{phase} never reached ({process.returncode}): {err}"
     spawned = [int(pid) for pid in json.loads(note.read_text())]
     assert spawned or not children, "no process of the command's was running when the signal came"
@@ -340,6 +350,45 @@ def drive(tmp_path: Path, phase: str, how: str, argv: list[str], after: Path | N
     left = own.left()
     assert not left, f"left in /dev/shm: {left}"
     return process.returncode, err.strip().splitlines()
+
+
+class Terminal:
+    """A pseudo-terminal of 120 columns for a child's stderr (tqdm draws nothing on one of 0 columns).
+
+    `slave` goes to the child; `text()`, once the child has ended, is what it wrote there (read as
+    it comes, so that a child writing much never waits on a full terminal), lines ending in "\\n"."""
+
+    def __enter__(self) -> Terminal:
+        self.master, self.slave = pty.openpty()
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        self._chunks: list[bytes] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        return self
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 1 << 16)
+            except OSError:  # EIO: every process holding the terminal has closed it
+                return
+            if not chunk:
+                return
+            self._chunks.append(chunk)
+
+    def text(self) -> str:
+        self._close_slave()
+        self._reader.join(timeout=30)
+        return b"".join(self._chunks).decode(errors="replace").replace("\r\n", "\n")
+
+    def _close_slave(self) -> None:
+        if self.slave >= 0:
+            os.close(self.slave)
+            self.slave = -1
+
+    def __exit__(self, *exc: object) -> None:
+        self._close_slave()
+        os.close(self.master)
 
 
 def sgps(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -350,8 +399,9 @@ def sgps(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 
 
 def how_to_signal(name: str) -> str:
-    """SIGINT as Ctrl-C sends it (to the whole group), SIGTERM as `kill` does (to the process)."""
-    return "SIGINT:group" if name == "SIGINT" else name
+    """SIGINT as Ctrl-C and SIGHUP as a closed terminal send them (to the whole group, multiprocessing's
+    resource tracker included), SIGTERM as `kill` does (to the process)."""
+    return f"{name}:group" if name in ("SIGINT", "SIGHUP") else name
 
 
 TRAIN_CASES = [
@@ -368,8 +418,9 @@ def test_train_stops_in_every_phase_and_resumes(tmp_path, capsys, phase, name, w
     problems, run = levels(tmp_path / "t.txt", 24), tmp_path / "run"
     extra = ["--evaluator", evaluator] if evaluator else []
     argv = ["train", "--problems", str(problems), "--out", str(run), *TRAIN, "--workers", workers, *extra]
-    code, lines = drive(tmp_path, phase, how_to_signal(name), argv, after=run / "checkpoints" / "trainer.pt",
-                        children=workers != "1")
+    code, lines = drive(
+        tmp_path, phase, how_to_signal(name), argv, after=run / "checkpoints" / "trainer.pt", children=workers != "1"
+    )
     line, status = STOPPED[name]
     assert (code, lines) == (status, [line])
     code, err = sgps(capsys, "train", "--problems", str(problems), "--out", str(run), "--resume", "--quiet",
@@ -397,7 +448,7 @@ def test_test_stops_while_searching_and_runs_again(tmp_path, capsys, trained, na
     assert list((trained / "metrics").glob("test-*.csv")), "no test record"
 
 
-@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_dataset_stops_while_solving_and_runs_again(tmp_path, capsys, name):
     problems, out = levels(tmp_path / "t.txt", 30), tmp_path / "data.npz"
     argv = ["dataset", "tsp", "--problems", str(problems), "--out", str(out), "--workers", "2"]
@@ -445,15 +496,20 @@ def test_compare_stops_with_its_child_runs_and_runs_again(tmp_path, capsys, name
 
 
 @pytest.mark.parametrize("evaluator", ["per-process", "shared"])
-def test_workers_end_when_their_training_process_is_killed_and_leave_nothing_in_dev_shm(tmp_path, evaluator):
+def test_workers_end_without_a_word_when_their_training_process_is_killed_and_leave_nothing_in_dev_shm(
+    tmp_path, evaluator
+):
+    """The shared evaluator's workers used to print an `EOFError` or `BrokenPipeError` traceback each, and
+    multiprocessing's resource tracker a warning about the semaphores of the per-process pool it removed."""
     own = OwnShm()
     process = start_training(tmp_path, "--workers", "2", "--evaluator", evaluator)
     own.watch(process.pid)
     workers = searching_workers(process, tmp_path / "run", 2)
     everything = _descendants(process.pid)  # the workers and multiprocessing's resource tracker
     process.kill()
-    process.communicate(timeout=60)
+    _, err = process.communicate(timeout=60)  # until every process holding the pipe is gone
     wait_for(lambda: not any(alive(pid) for pid in everything), 15)
+    assert err == "", err
     assert set(workers) <= set(everything)
     left = own.left()
     assert not left, f"left in /dev/shm: {left}"

@@ -172,3 +172,103 @@ def test_a_failed_new_folder_is_named_as_the_user_gave_it_not_as_its_temporary_f
         build_new_folder(out, fails_opening_a_file, "fork")
     assert raised.value.filename == str(out / "missing" / "file")
     assert list(tmp_path.iterdir()) == []
+
+
+# 2. Every folder sgps makes is written only by its own command -------------------------------------
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (links not followed) and its bytes: what a refused command must leave as it was."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+@pytest.fixture
+def comparison(tmp_path: Path) -> Path:
+    """A folder with what marks a comparison (`sgps compare` wrote it): enough for the output checks."""
+    folder = tmp_path / "cmp"
+    (folder / "problems").mkdir(parents=True)
+    (folder / "compare.toml").write_text("[generate]\n")
+    (folder / "problems" / "train.txt").write_text("levels\n")
+    return folder
+
+
+def test_report_never_writes_through_a_link_onto_the_comparisons_files(comparison: Path, capsys) -> None:
+    """`ln -s compare.toml cmp/curves.png; sgps report cmp` once replaced compare.toml with a PNG."""
+    (comparison / "curves.png").symlink_to("compare.toml")
+    before = snapshot(comparison)
+    assert main(["report", str(comparison)]) == 2
+    assert "symbolic link" in one_error(capsys)
+    assert snapshot(comparison) == before
+
+
+def test_generate_never_writes_over_a_comparison_or_into_an_archive(packed, comparison, tmp_path, capsys) -> None:
+    _, _, archive = packed
+    link = tmp_path / "link-to-archive"
+    link.symlink_to(archive)
+    archived, compared = snapshot(archive), snapshot(comparison)
+    targets = [comparison / "compare.toml", comparison / "problems" / "train.txt", archive / "archive.json",
+               archive / "new.txt", link / "archive.json", link / "new.txt"]  # fmt: skip
+    targets += sorted(archive.glob("part-*"))
+    for target in targets:
+        assert main(["generate", "tsp", "--count", "2", "--out", str(target)]) == 2, target
+        assert re.search(r"is a file of the comparison folder|lies in the archive", one_error(capsys)), target
+    assert snapshot(archive) == archived and snapshot(comparison) == compared
+    assert not (archive / "new.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["train", "--problems", "LEVELS", "--out", "ARCHIVE", "--preset", "tiny", "--quiet"],
+        ["train", "--problems", "LEVELS", "--out", "ARCHIVE", "--preset", "tiny", "--quiet", "--overwrite"],
+        ["train", "--problems", "LEVELS", "--out", "NEW", "--preset", "tiny", "--tensorboard", "ARCHIVE"],
+        ["demo", "--out", "ARCHIVE"],
+        ["test", "RUN", "--problems", "LEVELS", "--gif", "ARCHIVE"],
+        ["test", "RUN", "--problems", "LEVELS", "--gif", "ARCHIVE/gifs"],
+        ["unpack", "ARCHIVE", "--out", "ARCHIVE/inside"],
+    ],
+    ids=["train", "train-overwrite", "tensorboard", "demo", "test-gif", "test-gif-inside", "unpack"],
+)
+def test_nothing_but_pack_writes_into_an_archive(packed, tmp_path, capsys, command) -> None:
+    """Each of these once wrote into the archive, after which `pack --overwrite` onto it was refused."""
+    run, levels, archive = packed
+    names = {"LEVELS": str(levels), "ARCHIVE": str(archive), "RUN": str(run), "NEW": str(tmp_path / "new")}
+    argv = [names.get(word.split("/")[0], word) + word[len(word.split("/")[0]) :] for word in command]
+    before = snapshot(archive)
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert re.search(r"(?i)archive", one_error(capsys))
+    assert snapshot(archive) == before and not (tmp_path / "new").exists()
+    assert main(["pack", str(run), "--out", str(archive), "--problems", str(levels), "--overwrite"]) == 0
+
+
+def test_overwrite_replaces_only_the_commands_own_kind_of_folder(packed, comparison, tmp_path, capsys) -> None:
+    run, levels, _ = packed
+    other_run = tmp_path / "other-run"  # what marks a run folder (`sgps train` made it)
+    (other_run / "checkpoints").mkdir(parents=True)
+    (other_run / "config.toml").write_text("[run]\n")
+    ran, other = snapshot(run), snapshot(other_run)
+    cases = [
+        (["train", "--problems", str(levels), "--out", str(comparison), "--preset", "tiny", "--overwrite"],
+         "is a comparison folder"),
+        (["pack", str(run), "--out", str(run), "--problems", str(levels), "--overwrite"], "is also the PATH input"),
+        (["test", str(run), "--problems", str(levels), "--gif", str(other_run)], "is a run folder"),
+        (["compare", str(levels), "--out", str(run)], "is a run folder"),
+        (["demo", "--out", str(comparison)], "is a comparison folder"),
+    ]  # fmt: skip
+    compared = snapshot(comparison)
+    for argv, message in cases:
+        assert main(argv) == 2, argv
+        assert message in one_error(capsys), argv
+    assert snapshot(run) == ran and snapshot(other_run) == other and snapshot(comparison) == compared
+
+
+def test_a_run_may_lie_in_a_comparison_but_nothing_else_sgps_makes_may(packed, comparison, tmp_path, capsys) -> None:
+    run, levels, archive = packed
+    other = tmp_path / "other"
+    assert main(["pack", str(run), "--out", str(comparison / "A"), "--problems", str(levels)]) == 2
+    assert f"lies inside the comparison folder {comparison.resolve()}" in one_error(capsys)
+    assert main(["unpack", str(archive), "--out", str(run / "R")]) == 2
+    assert f"lies inside the run folder {run.resolve()}" in one_error(capsys)
+    assert main(["unpack", str(archive), "--out", str(comparison / "runs" / "R")]) == 0  # a run of the comparison
+    assert main(["unpack", str(archive), "--out", str(other)]) == 0

@@ -19,6 +19,7 @@ best-first order, as the test procedure does on a CPU.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,8 @@ from typing import Any
 
 from sgps.domains import Level, read_levels
 from sgps.domains.animation import write_gif
-from sgps.errors import ConfigError, check_whole_number
+from sgps.errors import CheckpointError, ConfigError, check_whole_number
+from sgps.models.checkpoint import recorded_architecture
 from sgps.runs import runner
 from sgps.runs.fork import Fork, fork_changes, fork_run
 from sgps.runs.run import Run, describe_weights
@@ -84,7 +86,12 @@ class Searcher:
     """A trained run's model driving its search: `solve` one level, `solve_many` in lockstep."""
 
     def __init__(
-        self, run: Run, checkpoint: Path, device: str | None = None, *, card: ModelCard | None = None,
+        self,
+        run: Run,
+        checkpoint: Path,
+        device: str | None = None,
+        *,
+        card: ModelCard | None = None,
         weights_used: str = "",
     ) -> None:
         """Prefer `load`; `run` is the opened run folder, `checkpoint` its weights, `device` where they go
@@ -171,7 +178,8 @@ class Searcher:
     def _start(self, level: str | Path | Level | object, index: int | None) -> Any:
         if isinstance(level, str | Path):
             index = 0 if index is None else index
-            check_whole_number("index", index, 0)
+            check_whole_number("index", index, 0)  # any integral number: a numpy integer too
+            index = int(index)
             levels = read_levels(level, self.domain)
             if not 0 <= index < len(levels):
                 raise ConfigError(f"{level} has {len(levels)} levels; index {index} is out of range")
@@ -198,12 +206,14 @@ class Searcher:
         return trained, trained.algorithm if algorithm is None else algorithm
 
     def _budget(self, budget: int | None) -> int | None:
-        if budget is not None:
-            check_whole_number("budget", budget, 1, label="the budget", note=" (or None for no budget)")
-        return budget
+        """`budget` as an `int` (any integral number is one: a numpy integer too), or None for no budget."""
+        if budget is None:
+            return None
+        check_whole_number("budget", budget, 1, label="the budget", note=" (or None for no budget)")
+        return int(budget)
 
     def _epsilon(self, epsilon: float) -> float:
-        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+        if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):  # a numpy number too
             raise TypeError(f"epsilon must be a number from 0 to 1, not {type(epsilon).__name__} {epsilon!r}")
         if not 0.0 <= epsilon <= 1.0:  # NaN fails this too
             raise ConfigError(f"epsilon must be between 0 and 1, got {epsilon}")
@@ -250,6 +260,11 @@ def _searcher(run: Run, checkpoint: str | Path, device: str | None, card: ModelC
     except ConfigError as error:
         raise ConfigError(f"{run.path}: {error}; pass device='cpu' to search on the CPU") from None
     weights = checkpoint if isinstance(checkpoint, Path) else run.weights(checkpoint)
+    try:  # its header names the networks it holds: a level file or trainer.pt is refused now, not at the first search
+        recorded_architecture(weights)
+    except CheckpointError as error:
+        raise CheckpointError(f"{error}; load takes a run's weights: checkpoint='best', 'last' or a .safetensors "
+                              "file that sgps train wrote") from None  # fmt: skip
     if card is not None:
         used = f"the weights of the model {card.name} (version {card.version})"
     elif isinstance(checkpoint, Path):
@@ -306,11 +321,12 @@ def train(
     config_path = None if config is None else _path("config", config, "a TOML file")
     if tensorboard is not None:
         _path("tensorboard", tensorboard, "a folder")
+    threads, max_batches = _whole(threads), _whole(max_batches)
     for name, value, kind in (("domain", domain, str), ("preset", preset, str), ("threads", threads, int),
                               ("max_batches", max_batches, int), ("resume", resume, bool),
                               ("overwrite", overwrite, bool), ("quiet", quiet, bool)):  # fmt: skip
         _scalar(name, value, kind)
-    overrides = option_overrides({
+    options = {
         "algorithm": algorithm, "device": device, "workers": workers, "seed": seed, "evaluator": evaluator,
         "evaluation_batch": evaluation_batch, "precision": precision,
         "learning_precision": learning_precision,
@@ -320,7 +336,10 @@ def train(
         "codebook_size": codebook_size, "cluster_level": cluster_level, "conditioning": conditioning,
         "codebook": codebook, "mixture": mixture, "levin_plus_one": levin_plus_one, "duplicates": duplicates,
         "loss": loss,
-    })  # fmt: skip
+    }  # fmt: skip
+    # An integral number is an int (a numpy integer from a script's arrays too); any other value goes to the
+    # setting's own check, whose message names the argument ("given as seed=").
+    overrides = option_overrides({name: _whole(value) for name, value in options.items()})
     resolved, state = runner.train(
         problems_path,
         out_path,
@@ -374,10 +393,14 @@ def fork(
     paths = {"run": _path("run", run, "a run folder"), "out": _path("out", out, "a folder")}
     given = {name: None if value is None else _path(name, value, "a level file")
              for name, value in (("problems", problems), ("validation", validation))}  # fmt: skip
-    changes = fork_changes(initial_budget=initial_budget, max_budget=max_budget, schedule=schedule,
-                           checkpoint_every=checkpoint_every, solution_memory=solution_memory,
-                           validate_every=validate_every, max_iterations=max_iterations, time_limit=time_limit,
-                           max_expansions=max_expansions)  # fmt: skip
+    counts = {name: _integer(name, value) for name, value in (
+        ("initial_budget", initial_budget), ("max_budget", max_budget), ("checkpoint_every", checkpoint_every),
+        ("solution_memory", solution_memory), ("validate_every", validate_every), ("max_iterations", max_iterations),
+        ("max_expansions", max_expansions))}  # fmt: skip
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real)):
+        raise TypeError(f"time_limit must be a number of minutes, not {type(time_limit).__name__} {time_limit!r}")
+    minutes = None if time_limit is None else float(time_limit)
+    changes = fork_changes(schedule=schedule, time_limit=minutes, **counts)
     return fork_run(paths["run"], paths["out"], changes, problems=given["problems"], validation=given["validation"])
 
 
@@ -393,6 +416,7 @@ def animate_test_solutions(
     Returns the files written. `run`: a run folder, or a run opened already (`Run`).
     """
     check_whole_number("limit", limit, 0, label="the GIF limit")
+    limit = int(limit)
     folder = run.path if isinstance(run, Run) else _path("run", run, "a run directory")
     problems, out = _path("problems", problems, "a level file or folder"), _path("out", out, "a folder")
     record = record_name(problems)
@@ -413,6 +437,23 @@ def animate_test_solutions(
             write_gif(path, searcher.domain, outcome.states)
             written.append(path)
     return written
+
+
+def _whole(value: Any) -> Any:
+    """`value` as an `int` when it is an integral number (`numbers.Integral`: a numpy integer too, not a
+    bool); any other value as it is, for the check of the argument it was given as."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def _integer(name: str, value: Any) -> int | None:
+    """The integer argument `name` as an `int` (None: not given); a `TypeError` naming it unless it is
+    an integral number (`_whole`)."""
+    value = _whole(value)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise TypeError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
+    return value
 
 
 def _scalar(name: str, value: Any, kind: type) -> None:

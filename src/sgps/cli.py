@@ -34,11 +34,12 @@ from sgps.domains.render import write_png
 from sgps.domains.solver import default_state_cap
 from sgps.errors import ConfigError, SgpsError, StopRequested
 from sgps.execution.placement import check_threads, usable_cores
+from sgps.execution.pool import start_resource_tracker
 from sgps.experiments import CompareOutcome, compare, write_report
 from sgps.experiments.packing import describe_archive, pack, resume_command, unpack
 from sgps.experiments.summary import terminal_summary
 from sgps.models.precision import PRECISIONS
-from sgps.outputs import FOLDER, Output, check_outputs
+from sgps.outputs import COMPARISON, FOLDER, Output, check_outputs
 from sgps.runs import runner
 from sgps.runs.archive import DEFAULT_PART_BYTES, MIN_PART_BYTES
 from sgps.runs.fork import fork_changes, fork_run
@@ -53,6 +54,8 @@ from sgps.training.schema import EVALUATOR_PLACES
 from sgps.zoo import available, locate
 
 DEMO_DOMAINS = ("tsp", "boxworld", "sokoban", "craftworld", "boulderdash")
+#: The comparison folder inside `sgps demo --out`.
+DEMO_COMPARISON = "compare"
 DEMO_CONFIG = Path(__file__).parent / "experiments" / "configs" / "demo.toml"
 SOLVE_EPSILON, SOLVE_WEIGHT = 0.01, 1.5  # `solve --algorithm`: policy noise of levin/phs, the WA* weight
 GIF_LIMIT = 20  # `test --gif`: GIFs written at most
@@ -409,30 +412,44 @@ def _add_level_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    warnings.formatwarning = _format_warning
+    """Run the command line; returns the exit status.
+
+    However a command ends, it says so in at most one line on stderr: an error (status 2),
+    SIGTERM or SIGHUP (`STOP_SIGNALS`: 143, 129) or Ctrl-C (SIGINT, to the process or to its
+    group: 130). As the program (`argv` None) it ignores Ctrl-C from the moment the command is
+    over, whatever its outcome: the interpreter's exit that follows (stopping processes,
+    freeing the model) must end neither in a traceback nor by the signal (Python restores
+    the signal's default action while it exits), but with the command's own status.
+    """
     try:
+        warnings.formatwarning = _format_warning
+        args = build_parser().parse_args(argv)
         with _stop_on_sigterm():
             _refuse_options_that_do_not_apply(args)
             for module in args.plugin:
                 _load_plugin(module)
             return COMMANDS[args.command](args)
-    except StopRequested as stop:
-        print(f"sgps: stopped by {stop.signal_name}", file=sys.stderr)
-        return stop.code
-    except SgpsError as error:
-        print(f"sgps: error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        where = f"{error.filename}: " if error.filename else ""
-        print(f"sgps: error: {where}{error.strerror or error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        if argv is None:  # the program itself: a Ctrl-C during the exit's clean-up must not end it by the signal
+    except (StopRequested, SgpsError, OSError, KeyboardInterrupt) as error:
+        if argv is None:  # before the line: a second Ctrl-C must not cut it short
             _ignore_interrupts()
-        print("sgps: interrupted", file=sys.stderr)
-        return 130
+        line, code = _outcome(error)
+        print(line, file=sys.stderr)
+        return code
+    finally:
+        if argv is None:
+            _ignore_interrupts()
+
+
+def _outcome(error: StopRequested | SgpsError | OSError | KeyboardInterrupt) -> tuple[str, int]:
+    """The line a command that ended with `error` prints, and its exit status."""
+    if isinstance(error, StopRequested):
+        return f"sgps: stopped by {error.signal_name}", error.code
+    if isinstance(error, SgpsError):
+        return f"sgps: error: {error}", 2
+    if isinstance(error, OSError):
+        where = f"{error.filename}: " if error.filename else ""
+        return f"sgps: error: {where}{error.strerror or error}", 2
+    return "sgps: interrupted", 128 + signal.SIGINT
 
 
 #: Signals that stop a command as Ctrl-C does (`StopRequested`, exit status 128 + the signal's number):
@@ -441,7 +458,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def _ignore_interrupts() -> None:
-    """Ignore further Ctrl-C while an interrupted command exits (main thread only)."""
+    """Ignore Ctrl-C from now on: the command is over, and the program exits (main thread only)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -736,13 +753,16 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     levels.observation_shape()  # HIPS-ε's networks read one level size, as the other methods' do
     created = _missing_ancestor(args.out)
     args.out.parent.mkdir(parents=True, exist_ok=True)  # the journal goes beside the dataset from the start
+    workers = args.workers or usable_cores()
+    if workers > 1:  # before the solver pool's semaphores: the tracker that removes them must outlive a SIGHUP
+        start_resource_tracker()
     with tqdm(total=len(levels), unit="level", desc="solving", leave=False, disable=None) as bar:
 
         def progress(done: int, total: int) -> None:
             bar.update(done - bar.n)
 
         built = build_dataset(levels.domain, levels.levels, max_states=args.max_states, progress=progress,
-                              workers=args.workers or usable_cores(), journal=journal)  # fmt: skip
+                              workers=workers, journal=journal)  # fmt: skip
     for name, reason in built.skipped:
         print(f"skipped {name}: {reason}")
     if not built.dataset.trajectories:
@@ -930,7 +950,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _check_range("--count", args.count, 1, MAX_LEVELS)
     _check_range("--seed", args.seed, 0)
     out: Path = args.out
-    check_outputs([Output("--out", out, FOLDER)], [("--config", args.config)])
+    outputs = [Output("--out", out, FOLDER)]  # and, checked before the first file is written, what goes in it:
+    outputs += [Output("--out", out / name, suffix=suffix) for name, suffix in _demo_files()]
+    if args.train:
+        outputs.append(Output("--out", out / DEMO_COMPARISON, FOLDER, owner=COMPARISON))
+    check_outputs(outputs, [("--config", args.config)])
     for name in DEMO_DOMAINS:
         domain = get_domain(name)
         params = resolve_params(domain, "standard")
@@ -955,9 +979,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo_files() -> list[tuple[str, str]]:
+    """The files `sgps demo` writes in its folder, with the suffix each name must end in."""
+    return [(f"{name}{ending}", suffix) for name in DEMO_DOMAINS
+            for ending, suffix in ((".txt", ""), ("-solution.png", ".png"))]  # fmt: skip
+
+
 def _demo_comparison(out: Path, config: Path) -> None:
     """Run the comparison `config` (default: PHS*(π^SG) against PHS*(π) on hard TSP) and print its table."""
-    folder = out / "compare"
+    folder = out / DEMO_COMPARISON
     print(f"comparing the algorithms of {config} -> {folder} (again on the same folder: finished runs are kept)")
     outcome = compare(config, folder)
     failure = outcome.failure()

@@ -13,9 +13,16 @@ it was, and the same mistakes get the same message whichever command makes them:
 - a parent that is a file, or a folder the user may not write in;
 - two outputs of one command on the same path;
 - an existing result (a run, a dataset) without ``--overwrite``: the command says so;
-- an existing file of a run folder (a folder with ``config.toml`` and ``checkpoints/``,
-  links followed), unless the output is one of the run's own files that the command
-  keeps (a test record): ``sgps generate --out RUN/checkpoints/best.safetensors``;
+- a folder that sgps made, links followed, written by a command that does not own it
+  (`folder_kind`): an archive (``archive.json`` of ``sgps pack``) is sealed, and only
+  ``sgps pack --overwrite`` replaces it whole; a run folder (``config.toml`` and
+  ``checkpoints/``) and a comparison folder (``compare.toml`` and ``problems/``) are
+  written only by the command that makes their kind (``train --out CMP``, ``--gif RUN``
+  and ``demo --out RUN`` are refused), hold no comparison or archive, and keep their
+  existing files (``sgps generate --out CMP/compare.toml``), except the ones the
+  command keeps for that folder (a run's test record, a comparison's report), which
+  are never written through a symbolic link (``curves.png`` linked to ``compare.toml``);
+  a run may lie in a comparison's ``runs/`` but not in another run;
 - an image whose name does not end in its format's suffix (``--gif lv/zz.txt`` would put
   a GIF named like a level file among the levels).
 
@@ -45,8 +52,9 @@ class Output:
     holds one). `replaces`: for a folder, the names inside it that the command deletes or
     rewrites; an input among them is refused (``--overwrite`` would delete it).
     `suffix`: the suffix a file's name must end in (an image's format, e.g. ``.gif``).
-    `run_file`: the file is one a run keeps for itself (a test record, its journal), so it
-    may replace an existing file of a run folder.
+    `owner`: the kind of folder sgps makes (`RUN`, `COMPARISON`, `ARCHIVE`) that this
+    output is (a folder: ``train --out`` is a run) or is a file of (a file: a run's test
+    record, a comparison's report); empty for anything else (a level file, GIFs).
     `apart`: the output may neither lie inside an input nor hold one, links and ``..``
     resolved first (``sgps unpack A --out A/R``, ``sgps fork RUN --out LINK/F``).
     """
@@ -57,12 +65,21 @@ class Output:
     result: bool = False
     replaces: tuple[str, ...] = ()
     suffix: str = ""
-    run_file: bool = False
+    owner: str = ""
     apart: bool = False
 
 
-#: What makes a folder a run folder, as `sgps train` makes it (`sgps.runs.rundir.RUN_FILES`).
+#: The kinds of folder sgps makes, and the command that makes each.
+RUN, COMPARISON, ARCHIVE = "run", "comparison", "archive"
+MADE_BY = {RUN: "sgps train", COMPARISON: "sgps compare", ARCHIVE: "sgps pack"}
+#: What marks each: a run folder's files (`sgps.runs.rundir.RUN_FILES`), a comparison's
+#: (`sgps.experiments.packing.is_comparison`), an archive's index (`sgps.runs.archive.INDEX`),
+#: whose first bytes name its format.
 RUN_FOLDER_MARKERS = ("config.toml", "checkpoints")
+COMPARISON_MARKERS = ("compare.toml", "problems")
+COMPARISON_RUNS = "runs"
+ARCHIVE_INDEX, ARCHIVE_FORMAT = "archive.json", b'"sgps-archive"'
+_INDEX_HEAD_BYTES = 1 << 16
 
 
 def check_outputs(
@@ -82,7 +99,7 @@ def check_outputs(
         _check_parent(output)
         _check_inputs(output, given_inputs)
         _check_apart(output, given_inputs)
-        _check_run_file(output)
+        _check_made_folders(output)
         _check_suffix(output)
     _check_distinct(outputs)
 
@@ -137,23 +154,58 @@ def _check_suffix(output: Output) -> None:
                           f"end in {output.suffix} (e.g. {output.path.with_suffix(output.suffix)})")  # fmt: skip
 
 
-def _check_run_file(output: Output) -> None:
-    """An existing file of a run folder is the run's: only the run's own outputs replace it."""
-    if output.kind != FILE or output.run_file or not output.path.is_file():
-        return
-    run = run_folder_of(output.path)
-    if run is not None:
-        raise ConfigError(f"{output.option} {output.path} is a file of the run folder {run} (followed "
-                          "through any link): writing it would replace the run's own file; choose a path outside "
-                          "the run")  # fmt: skip
-
-
-def run_folder_of(path: Path) -> Path | None:
-    """The run folder (`RUN_FOLDER_MARKERS`) that `path`, links followed, lies in; None when none does."""
-    for folder in path.resolve().parents:
+def folder_kind(folder: Path) -> str:
+    """The kind of folder sgps made that `folder` is (`RUN`, `COMPARISON`, `ARCHIVE`); empty for any other."""
+    try:
+        if (folder / ARCHIVE_INDEX).is_file():
+            with open(folder / ARCHIVE_INDEX, "rb") as index:  # a regular file: is_file followed any link
+                if ARCHIVE_FORMAT in index.read(_INDEX_HEAD_BYTES):
+                    return ARCHIVE
         if (folder / RUN_FOLDER_MARKERS[0]).is_file() and (folder / RUN_FOLDER_MARKERS[1]).is_dir():
-            return folder
-    return None
+            return RUN
+        if (folder / COMPARISON_MARKERS[0]).is_file() and (folder / COMPARISON_MARKERS[1]).is_dir():
+            return COMPARISON
+    except OSError:  # unreadable: nothing sgps could have made and read back
+        pass
+    return ""
+
+
+def made_folders_of(path: Path) -> list[tuple[Path, str]]:
+    """The folders sgps made that `path` (links followed) is or lies in, innermost first, with their kinds."""
+    target = path.resolve()
+    return [(folder, kind) for folder in (target, *target.parents) if (kind := folder_kind(folder))]
+
+
+def _check_made_folders(output: Output) -> None:
+    """Only the command that makes a kind of folder writes into one of that kind (see the module's list)."""
+    option, path, owner = output.option, output.path, output.owner
+    target = path.resolve()
+    made = made_folders_of(path)
+    for folder, kind in made:
+        if kind == ARCHIVE and not (owner == ARCHIVE and folder == target):
+            raise ConfigError(f"{option} {path} lies in the archive {folder} (links followed): an archive is only "
+                              "unpacked (sgps unpack) or replaced whole (sgps pack --overwrite); choose a path "
+                              "outside it")  # fmt: skip
+    if made and made[0][0] == target:
+        kind = made[0][1]
+        if output.kind == FOLDER and owner != kind:
+            makes = f"it makes a {owner} folder" if owner else "its files would mix with the folder's own"
+            raise ConfigError(f"{option} {path} is a {kind} folder ({MADE_BY[kind]} made it; links followed), and "
+                              f"{makes}; choose another folder")  # fmt: skip
+        made = made[1:]
+    if not made:
+        return
+    holder, kind = made[0]  # the innermost folder that the output lies in
+    in_runs = kind == COMPARISON and _inside(target, holder / COMPARISON_RUNS)  # where a comparison keeps its runs
+    if output.kind == FOLDER and owner in (RUN, COMPARISON, ARCHIVE) and not (owner == RUN and in_runs):
+        raise ConfigError(f"{option} {path} lies inside the {kind} folder {holder} (links followed): a {owner} "
+                          "folder needs a folder of its own; choose one outside it")  # fmt: skip
+    if output.kind == FILE and owner == kind and path.is_symlink():
+        raise ConfigError(f"{option} {path}: a symbolic link (to {target}); the {kind} folder {holder} keeps its own "
+                          "file here; remove the link")  # fmt: skip
+    if output.kind == FILE and owner != kind and target.is_file():
+        raise ConfigError(f"{option} {path} is a file of the {kind} folder {holder} (followed through any link): "
+                          f"writing it would replace the {kind}'s own file; choose a path outside it")  # fmt: skip
 
 
 def _check_parent(output: Output) -> None:

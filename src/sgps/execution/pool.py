@@ -30,14 +30,16 @@ import multiprocessing
 import os
 import signal
 import sys
-import threading
 import time
 import traceback
 import types
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing.connection import Connection
+from multiprocessing import resource_tracker
+from multiprocessing.connection import Connection, wait
+from multiprocessing.reduction import ForkingPickler
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -52,9 +54,11 @@ from sgps.execution.shared import (
     EvaluationServer,
     RemoteEvaluator,
     SearchProcessError,
+    ServerLostError,
     create_layouts,
     remove_layouts,
 )
+from sgps.processes import end_with_parent, leave_quietly, parent_sentinel
 from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
 from sgps.search.engine import SearchResult
@@ -67,29 +71,51 @@ MAX_REQUEST_ROWS = 2048
 #: Seconds a shared-evaluator worker may take to start (spawn, imports) and to stop.
 STARTUP_SECONDS = 120
 CLOSE_SECONDS = 10
-#: How often a search process checks that the process that started it is still there.
-PARENT_POLL_SECONDS = 1.0
+#: How long a search process whose link to the training process broke waits to see that process end.
+PARENT_EXIT_SECONDS = 1.0
+#: What multiprocessing's resource tracker is started with (`start_resource_tracker`): its warnings off.
+TRACKER_WARNINGS = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker, if this process has none yet, so that it cleans up after
+    a stopped or killed command without a word.
+
+    The tracker removes what a killed command's processes leave behind (the semaphores of a
+    process pool in /dev/shm). Started as multiprocessing starts it, it ignores SIGINT and
+    SIGTERM but dies of the SIGHUP a closed terminal sends the whole process group; the pool's
+    clean-up then starts another, which prints a warning and a `KeyError` traceback per
+    semaphore. And after a SIGKILL it warns, in two lines, of the "leaked" semaphores it removes.
+    So it is started here with SIGHUP blocked (the mask is inherited across exec, and the tracker
+    never unblocks it) and with its own warnings ignored (`PYTHONWARNINGS`, set for it alone).
+    """
+    before = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = TRACKER_WARNINGS if not before else f"{before},{TRACKER_WARNINGS}"
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        if before is None:
+            del os.environ["PYTHONWARNINGS"]
+        else:
+            os.environ["PYTHONWARNINGS"] = before
 
 
 def guard_search_process() -> None:
-    """Set up a search process: Ctrl-C is the training process's to handle, and the process ends
-    with its parent.
+    """Set up a search process: Ctrl-C is the training process's to handle, and the process ends,
+    without a word, with its parent.
 
     A Ctrl-C in a terminal reaches every process of the group; the workers leave it to the
     training process, which stops them (no worker tracebacks). A training process killed
-    outright (SIGKILL, the out-of-memory killer) cannot stop them, so each worker watches
-    its parent and exits once it is gone; the multiprocessing resource tracker then removes
-    what they shared.
+    outright (SIGKILL, the out-of-memory killer) cannot stop them, so a thread of each worker
+    waits on the sentinel multiprocessing gives a child (a pipe that only the parent holds
+    open) and ends the worker as soon as the parent is gone, even one that was gone before the
+    worker got here (`leave_quietly`); the multiprocessing resource tracker then removes what
+    they shared.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_POLL_SECONDS)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="sgps-parent-watch", daemon=True).start()
+    end_with_parent()
 
 
 def request_rows(searches: int, evaluation_batch: int, num_actions: int) -> int:
@@ -162,11 +188,36 @@ def _start_worker(domain: Domain[Any], example: Any, config: TrainConfig) -> Non
 
 
 def _search_share(
-    weights: dict[str, torch.Tensor], levels: Sequence[Any], budget: int, epsilon: float, record_graph: bool,
+    weights: SharedWeights, levels: Sequence[Any], budget: int, epsilon: float, record_graph: bool,
     batch_size: int, test: bool, drawer: ResultDrawer | None,
 ) -> list[SearchResult]:  # fmt: skip
     assert _worker is not None, "the worker process was not initialised"
-    return _worker.search(weights, levels, budget, epsilon, record_graph, batch_size, test, drawer)
+    return _worker.search(weights.load(), levels, budget, epsilon, record_graph, batch_size, test, drawer)
+
+
+class SharedWeights:
+    """A model's weights on their way to one share of a `SearchPool` batch, unpickled by the
+    worker's `_search_share` rather than by the executor's queue.
+
+    The tensors travel as shared memory whose file descriptors the training process hands
+    over while the worker unpickles them (torch's ``file_descriptor`` strategy, through
+    multiprocessing's resource sharer; each handed over once, so one instance per share).
+    A training process killed meanwhile used to leave a `BrokenPipeError`, `ConnectionResetError`
+    or `EOFError` traceback from the worker, raised inside `concurrent.futures` before any code of
+    sgps ran; unpickled here, the worker sees that its parent is gone and ends without a word.
+    """
+
+    def __init__(self, weights: dict[str, torch.Tensor]) -> None:
+        self.pickled = bytes(ForkingPickler.dumps(weights))
+
+    def load(self) -> dict[str, torch.Tensor]:
+        """The weights (in a search process)."""
+        try:
+            return ForkingPickler.loads(self.pickled)
+        except (OSError, EOFError):  # the resource sharer did not answer: is the training process gone?
+            if wait([parent_sentinel()], timeout=PARENT_EXIT_SECONDS):
+                leave_quietly()
+            raise
 
 
 _sharer_quiet = False  # whether `_quiet_resource_sharer` has filtered sys.excepthook in this process
@@ -201,6 +252,7 @@ class SearchPool:
     def __init__(self, workers: int, domain: Domain[Any], example: Any, config: TrainConfig) -> None:
         if workers < 2:
             raise ValueError("a search pool needs at least 2 workers")
+        start_resource_tracker()  # before the executor's semaphores, which it removes if this process is killed
         self.workers = workers
         self.executor = ProcessPoolExecutor(
             workers,
@@ -226,8 +278,9 @@ class SearchPool:
         weights = method.model_weights()
         parts = drawer_parts(drawer, len(shares), self.workers)
         try:
-            futures = [self.executor.submit(_search_share, weights, share, budget, epsilon, record_graph, batch_size,
-                                            test, part) for share, part in zip(shares, parts, strict=True)]  # fmt: skip
+            futures = [self.executor.submit(_search_share, SharedWeights(weights), share, budget, epsilon,
+                                            record_graph, batch_size, test, part)
+                       for share, part in zip(shares, parts, strict=True)]  # fmt: skip
             return gather([future.result() for future in futures], len(levels))
         except BrokenProcessPool:
             raise SearchProcessLostError(cause="killed, out of memory, or it failed to start: see above") from None
@@ -249,20 +302,35 @@ class SearchPool:
 
 
 def _search_process(domain: Domain[Any], algorithm: Algorithm, connection: Connection, layout: ChannelLayout) -> None:
-    """A `SharedEvaluatorPool` worker: map its channel, say so, then search each share it is sent."""
-    guard_search_process()
+    """A `SharedEvaluatorPool` worker: map its channel (and remove its file: the training process
+    mapped it before starting the worker), say so, then search each share it is sent.
+
+    The channel's file is removed before the parent watch starts, so that it is gone even when
+    the training process was killed while this worker started. The pipe fails only when the
+    training process is gone (killed outright: it closes the pipes itself only after stopping
+    its workers); the worker then ends without a word, as its parent watch would."""
     evaluator = RemoteEvaluator(domain, connection, layout)
+    Path(layout.path).unlink(missing_ok=True)
+    guard_search_process()
     freeze_setup()
-    connection.send((READY, None))
-    while (task := connection.recv()) is not None:
-        levels, options, drawer = task
-        try:
-            results = search_lockstep(domain, levels, algorithm, evaluator, **options)
-            results = results if drawer is None else drawer(results)
-        except Exception:
-            connection.send((FAILED, traceback.format_exc()))
-            continue
-        connection.send((RESULTS, results))
+    try:
+        connection.send((READY, None))
+        while (task := connection.recv()) is not None:
+            connection.send(_search_task(domain, algorithm, evaluator, task))
+    except (ServerLostError, EOFError, OSError):
+        leave_quietly()
+
+
+def _search_task(domain: Domain[Any], algorithm: Algorithm, evaluator: RemoteEvaluator, task: Any) -> tuple[str, Any]:
+    """The message that answers one share: its results, or the traceback of the search that raised."""
+    levels, options, drawer = task
+    try:
+        results = search_lockstep(domain, levels, algorithm, evaluator, **options)
+        return RESULTS, results if drawer is None else drawer(results)
+    except ServerLostError:
+        raise
+    except Exception:
+        return FAILED, traceback.format_exc()
 
 
 class SharedEvaluatorPool:
@@ -273,8 +341,10 @@ class SharedEvaluatorPool:
     workers together (`sgps.execution.shared.EvaluationServer`) with the method's current
     model, wherever it lives. `rows`: the largest request sent in one piece (`request_rows`).
 
-    The channels' files are deleted as soon as every process has mapped its own, so
-    nothing is left on disk however the pool ends. A search that raises in a worker is
+    The channels' files are deleted as soon as both processes have mapped them (by each
+    worker once it has mapped its own, and by the training process once every worker has
+    started), so nothing is left on disk however the pool ends, the training process killed
+    while its workers start included. A search that raises in a worker is
     reported once the others finish, and the pool stays usable; anything else that stops
     a batch (the evaluator raising, a worker dying, an interrupt) stops the workers at
     once, and the pool refuses further batches.
@@ -283,6 +353,7 @@ class SharedEvaluatorPool:
     def __init__(self, workers: int, domain: Domain[Any], example: Any, algorithm: Algorithm, rows: int) -> None:
         if workers < 2:
             raise ValueError("a search pool needs at least 2 workers")
+        start_resource_tracker()  # every spawned process is handed the tracker; start it as it should run
         context = multiprocessing.get_context("spawn")
         self.workers = workers
         self.broken = False

@@ -46,6 +46,11 @@ class SearchProcessError(RuntimeError):
     """A search raised in a search process (its traceback is the message); the others finished."""
 
 
+class ServerLostError(RuntimeError):
+    """A search process's pipe to the serving process failed: that process is gone (killed outright),
+    and nobody will answer the search's requests or read its results."""
+
+
 @dataclass(frozen=True)
 class ChannelLayout:
     """Where a channel's arrays lie: a file mapped by both processes, and its shapes.
@@ -135,8 +140,11 @@ class RemoteEvaluator:
             part = states[start : start + self.rows]
             count = len(part)
             self.requests[:count] = self.domain.observe(part)
-            self.connection.send((EVALUATE, count))
-            has_policy, has_heuristic = self.connection.recv()
+            try:
+                self.connection.send((EVALUATE, count))
+                has_policy, has_heuristic = self.connection.recv()
+            except (EOFError, OSError):  # the serving process closed its end: it is gone
+                raise ServerLostError("the evaluation server is gone") from None
             answers = np.array(self.answers[:count])
             if has_policy:
                 log_policy.append(answers[:, :-1])

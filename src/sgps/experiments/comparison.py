@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from sgps.domains import get_domain, read_levels
 from sgps.errors import ConfigError
 from sgps.execution.placement import usable_cores
 from sgps.execution.ray_pool import check_executor, cluster_cpus, connect
@@ -36,6 +37,7 @@ from sgps.experiments.concurrency import Concurrency, plan_concurrency
 from sgps.experiments.launchers import Launcher, LocalLauncher, RayLauncher, largest_node_cpus
 from sgps.experiments.plan import ComparePlan, changed_keys, read_plan
 from sgps.experiments.problems import (
+    ProblemFiles,
     changed_problem_files,
     count_levels,
     pending_problems,
@@ -55,8 +57,11 @@ from sgps.experiments.results import (
 from sgps.experiments.runner import DONE, FAILED, PAUSED, Job, Scheduler
 from sgps.experiments.tomlfile import dumps
 from sgps.fileio import atomic_write_text, open_regular
-from sgps.outputs import FOLDER, Output, check_outputs
-from sgps.runs.rundir import RunDirectory, to_toml
+from sgps.models.hips import HipsModel
+from sgps.outputs import COMPARISON, FOLDER, Output, check_outputs
+from sgps.runs.memory import check_hips_memory
+from sgps.runs.rundir import to_toml
+from sgps.runs.runner import check_run_fits
 from sgps.training.bootstrap import LIMIT_SETTINGS
 from sgps.training.config import applicable_settings
 from sgps.training.methods.hips import run as hips
@@ -127,11 +132,8 @@ def compare(
     """
     if max_batches is not None and max_batches < 1:
         raise ConfigError("--max-batches must be at least 1")
-    check_outputs([Output("--out", out, FOLDER)], [("config", config)])
+    check_outputs([Output("--out", out, FOLDER, owner=COMPARISON)], [("config", config)])
     out = out.resolve()  # the commands may run elsewhere (Ray tasks on other nodes, other working folders)
-    run = next((folder for folder in (out, *out.parents) if RunDirectory(folder).is_run_directory()), None)
-    if run is not None:
-        raise ConfigError(f"--out {out} is inside the run directory {run}; a comparison needs a folder of its own")
     check_executor(executor)
     if tensorboard:
         require_tensorboard()
@@ -147,6 +149,8 @@ def compare(
     _refuse_changes(config, out, plan)
     files = problem_files(plan, out)
     pending = pending_problems(plan, files, str(config))
+    if executor == "local" or ray_address is None:  # the runs go to this machine (a Ray cluster's nodes: not)
+        _check_runs_fit(config, plan, files, pending, concurrency.workers)
     with _locked(out):
         _refuse_changes(config, out, plan)
         changed = changed_problem_files(files)
@@ -172,6 +176,35 @@ def compare(
         Scheduler(plan, files, queue, concurrency, display, max_batches=max_batches, plugins=plugins,
                   launcher=launcher, tensorboard=board).run()  # fmt: skip
     return CompareOutcome(out, queue, concurrency, plan, total)
+
+
+def _check_runs_fit(
+    config: Path, plan: ComparePlan, files: ProblemFiles, pending: Sequence[tuple[Path, Any, list[Any]]], workers: int
+) -> None:
+    """Refuse, before the comparison's folder is made, a run whose networks cannot fit in this machine's
+    memory: the estimate its `sgps train` makes at its start (`sgps.runs.memory`), on the training
+    levels as they are or are about to be written. Each run would otherwise fail alone, after
+    the folder, its compare.toml and problems were written, and the corrected config be refused
+    as a change of the comparison. The error names the config and the run."""
+    generated = {path: states for path, _, states in pending}
+    states = generated[files.train] if files.train in generated else read_levels(files.train, plan.domain).states()
+    domain = get_domain(plan.domain)
+    for run in plan.runs:
+        try:
+            if run.config is not None:
+                check_run_fits(domain, states[0], run.config, plan.train_count(run, len(states)), workers=workers)
+            else:
+                _check_hips_fits(domain, states[0], plan.resolved["compare"]["preset"], run.hips or {}, config)
+        except ConfigError as error:
+            raise ConfigError(f"{config}: the run {run.name}: {error}") from None
+
+
+def _check_hips_fits(domain: Any, example: Any, preset: str, table: Mapping[str, Any], config: Path) -> None:
+    """Refuse HIPS-ε networks of the `preset` and the `[hips]` `table` that cannot fit, as its offline
+    `sgps train` (on the CPU, as a comparison starts it) would refuse them at its start."""
+    settings = hips.resolve_settings(preset, None, dict(table), origin=str(config))
+    shape = domain.observation_shape(example)
+    check_hips_memory(lambda: HipsModel(hips.model_config(settings, shape, domain.num_actions)), settings, shape)
 
 
 def _refuse_changes(config: Path, out: Path, plan: ComparePlan) -> None:

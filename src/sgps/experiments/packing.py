@@ -20,13 +20,14 @@ from sgps.experiments.plan import ComparePlan, ProblemSource, read_plan
 from sgps.experiments.problems import (
     ProblemFiles,
     changed_problem_files,
+    count_levels,
     digest_key,
     pending_problems,
     problem_files,
     stored_digests,
     write_problems,
 )
-from sgps.outputs import FOLDER, Output, check_outputs
+from sgps.outputs import ARCHIVE, COMPARISON, FOLDER, RUN, Output, check_outputs
 from sgps.runs.archive import (
     DEFAULT_PART_BYTES,
     INDEX,
@@ -67,8 +68,8 @@ def pack(
     nor replace an input, and an archive already there is replaced only with `overwrite`.
     """
     inputs = (("PATH", folder), ("--problems", problems), ("--validation", validation))
-    check_outputs([Output("--out", archive, FOLDER, result=True, replaces=ARCHIVE_FILES, apart=True)], inputs,
-                  overwrite=overwrite)  # fmt: skip
+    output = Output("--out", archive, FOLDER, result=True, replaces=ARCHIVE_FILES, owner=ARCHIVE, apart=True)
+    check_outputs([output], inputs, overwrite=overwrite)
     if is_comparison(folder):
         if problems is not None or validation is not None:
             raise ConfigError(f"--problems and --validation are for a run folder; {folder} is a comparison, "
@@ -84,10 +85,12 @@ def pack(
 
 def unpack(archive: Path, out: Path) -> ArchiveIndex:
     """Unpack a run or comparison archive into the new folder `out`."""
-    check_outputs([Output("--out", out, FOLDER, apart=True)], (("ARCHIVE", archive),))
+    kind = read_index(archive).kind
+    owner = COMPARISON if kind == COMPARISON_KIND else RUN
+    check_outputs([Output("--out", out, FOLDER, owner=owner, apart=True)], (("ARCHIVE", archive),))
     if out.exists():
         raise ConfigError(f"--out {out}: already exists; unpack into a new folder")
-    if read_index(archive).kind == COMPARISON_KIND:
+    if kind == COMPARISON_KIND:
         return unpack_comparison(archive, out)
     return unpack_run(archive, out)
 
@@ -144,6 +147,7 @@ def pack_comparison(
                           "recorded; restore it before packing")  # fmt: skip
     recorded = stored_digests(files)
     recreated = sorted(path for path in regenerated if digest_key(files, path) in recorded)
+    counts = _regenerated_counts(folder, plan, files, recreated)
     members: dict[str, bytes] = {}
     progress: dict[str, Any] = {}
     runs = folder / "runs"
@@ -165,7 +169,7 @@ def pack_comparison(
         if path.is_file():
             members[name] = read_bytes(path)
     about = {"comparison": folder.name, "runs": progress,
-             "regenerated": [digest_key(files, path) for path in recreated],
+             "regenerated": [digest_key(files, path) for path in recreated], "levels": counts,
              "resume": "sgps compare DIR/compare.toml --out DIR"}  # fmt: skip
     return write_archive(archive, COMPARISON_KIND, about, [Member(k, v) for k, v in members.items()],
                          part_bytes=part_bytes, overwrite=overwrite)  # fmt: skip
@@ -179,6 +183,7 @@ def unpack_comparison(archive: Path, out: Path) -> ArchiveIndex:
             raise ConfigError(f"{archive}: holds a {index.kind}, not a comparison")
         plan = read_plan(folder / "compare.toml", check_files=False)
         files = problem_files(plan, folder)
+        _check_regenerated_counts(archive, plan, files, index.about.get("levels"))
         generated = [(path, source, states) for path, source, states in pending_problems(plan, files, str(archive))
                      if source.file is None]  # fmt: skip
         write_problems(plan.domain, generated)
@@ -189,6 +194,38 @@ def unpack_comparison(archive: Path, out: Path) -> ArchiveIndex:
                               f"({index.packed.get('sgps', 'unknown version')})")  # fmt: skip
 
     return extract_to_new_folder(archive, out, complete)
+
+
+def _regenerated_counts(folder: Path, plan: ComparePlan, files: ProblemFiles, recreated: list[Path]) -> dict[str, int]:
+    """The levels of each set the archive leaves out (by `digest_key`), which unpacking generates
+    again from compare.toml; a count in compare.toml other than the file's is refused, as the
+    set unpacked would not be the one the runs searched."""
+    sources = dict(_sources(plan, files))
+    counts = {}
+    for path in recreated:
+        count = count_levels(path)
+        if sources[path].count != count:
+            raise ConfigError(f"{folder / 'compare.toml'}: asks for {sources[path].count:,} levels of "
+                              f"{digest_key(files, path)}, but {path} holds {count:,}, the levels its runs "
+                              "searched; restore the count before packing")  # fmt: skip
+        counts[digest_key(files, path)] = count
+    return counts
+
+
+def _check_regenerated_counts(archive: Path, plan: ComparePlan, files: ProblemFiles, recorded: Any) -> None:
+    """Refuse, before a level is generated, an archive whose compare.toml asks for another number of
+    levels of a set than the comparison packed (`recorded`: the index's ``about.levels``; absent in
+    archives packed before it was kept): a count raised to a million took minutes to hours of
+    generating before the digests could tell the sets apart."""
+    if not isinstance(recorded, dict):
+        return
+    for path, source in _sources(plan, files):
+        key = digest_key(files, path)
+        if source.file is None and not path.exists() and key in recorded and recorded[key] != source.count:
+            count = f"{source.count:,}" if isinstance(source.count, int) else repr(source.count)
+            raise ConfigError(f"{archive}: its compare.toml asks for {count} levels of {key}, but the comparison "
+                              f"packed {recorded[key]!r}; the archive was edited: copy it again from where it "
+                              "was packed")  # fmt: skip
 
 
 def _sources(plan: ComparePlan, files: ProblemFiles) -> list[tuple[Path, ProblemSource]]:

@@ -49,7 +49,7 @@ from sgps.experiments.results import (
     unnamed_warning,
 )
 from sgps.fileio import atomic_write_text
-from sgps.outputs import Output, check_outputs
+from sgps.outputs import COMPARISON, Output, check_outputs
 from sgps.training.plugins import PLUGINS
 
 LABELS = {"phs": "PHS*(π)", "levin": "LevinTS(π)", "wastar": "WA*", "phs-sg": "PHS*(π^SG)", "levin-sg": "LevinTS(π^SG)",
@@ -75,7 +75,7 @@ class WrittenReport:
 
 def write_report(out: Path) -> WrittenReport:
     """Write report.md, curves.png and curves.csv for the comparison in `out`."""
-    check_outputs([Output("report", out / name) for name in REPORT_FILES])
+    check_outputs([Output("report", out / name, owner=COMPARISON) for name in REPORT_FILES])
     stored = out / "compare.toml"
     if not stored.exists():
         raise ConfigError(f"{out}: no compare.toml here; run `sgps compare CONFIG --out {out}` first")

@@ -263,6 +263,9 @@ def read_index(archive: Path) -> ArchiveIndex:
             if not _archive_file(str(part["name"])) or part["name"] == INDEX:
                 raise ValueError(f"part name {part['name']!r}")
             _check_size_and_digest(part)
+        for what, names in (("member", [m["path"] for m in index.members]), ("part", [p["name"] for p in index.parts])):
+            if len(set(names)) != len(names):
+                raise ValueError(f"a {what} named twice ({next(n for n in names if names.count(n) > 1)!r})")
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigError(f"{index_file}: a damaged archive index ({error})") from None
     if sum(int(member["bytes"]) for member in index.members) > MAX_UNPACKED_BYTES:

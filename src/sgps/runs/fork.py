@@ -37,11 +37,12 @@ from typing import Any
 
 from sgps.errors import CheckpointError, ConfigError
 from sgps.fileio import atomic_write_bytes, atomic_write_text, open_regular
-from sgps.outputs import FOLDER, Output, check_outputs
+from sgps.outputs import FOLDER, RUN, Output, check_outputs
 from sgps.runs.archive import build_new_folder, write_member
 from sgps.runs.packing import CHECKPOINT_FILES, PROBLEM_FILES, check_problems, read_problem_file, run_snapshot
 from sgps.runs.run import CONFIG, Run
 from sgps.runs.rundir import RunDirectory, to_toml
+from sgps.runs.runner import check_checkpoint
 from sgps.runs.trainer_state import decode_trainer_state, encode_trainer_state
 from sgps.training.bootstrap import LIMIT_SETTINGS, LIMIT_STOPS
 from sgps.training.config import TrainConfig, parse_toml
@@ -117,8 +118,9 @@ def fork_run(
 
     `problems` (and `validation`): the level files the parent was trained on; by default those
     it holds itself (an unpacked run, or a fork). Nothing is written unless everything checks
-    out, and `out` appears whole or not at all. The parent may be training meanwhile: it is read
-    as `sgps pack` reads it, and left as it was.
+    out, the parent's checkpoint among it (its own, under its config.toml as it stands:
+    `runner.check_checkpoint`), and `out` appears whole or not at all. The parent may be
+    training meanwhile: it is read as `sgps pack` reads it, and left as it was.
     """
     changes = {section: dict(entries) for section, entries in (changes or {}).items() if entries}
     refused = [f"{section}.{key}" for section, entries in changes.items() for key in entries
@@ -130,7 +132,7 @@ def fork_run(
     for section, entries in changes.items():  # each value alone, before the parent is read (and locked)
         for key, value in entries.items():
             check_value(section, key, value)
-    check_outputs([Output("--out", out, FOLDER, apart=True)], (("RUN", parent), ("--problems", problems),
+    check_outputs([Output("--out", out, FOLDER, owner=RUN, apart=True)], (("RUN", parent), ("--problems", problems),
                                                    ("--validation", validation)))  # fmt: skip
     files = run_snapshot(parent)
     document = parse_toml(files[CONFIG], parent / CONFIG)
@@ -141,8 +143,7 @@ def fork_run(
         raise ConfigError(f"{parent}: no checkpoint yet (checkpoints/trainer.pt); train it until one is written "
                           "(every `bootstrap.checkpoint_every` batches), then fork it")  # fmt: skip
     payload = decode_trainer_state(files[TRAINER], parent / TRAINER)
-    if not isinstance(payload, dict) or not {"loop", "method", "rng", "rows"} <= payload.keys():
-        raise CheckpointError(f"{parent / TRAINER}: not a trainer checkpoint sgps reads (entries are missing)")
+    check_checkpoint(parent, old, files, payload)  # the parent's own, under its config.toml: else no fork resumes
     loop = payload["loop"]
     if loop.get("finished") and loop.get("stop_reason", "") not in LIMIT_STOPS:
         raise ConfigError(f"{parent}: finished by its {loop.get('stop_reason') or 'stopping rule'}; a fork of it "

@@ -29,9 +29,10 @@ from sgps.fileio import open_regular
 from sgps.runs.archive import DEFAULT_PART_BYTES, ArchiveIndex, Member, extract_to_new_folder, write_archive
 from sgps.runs.run import CONFIG, Run
 from sgps.runs.rundir import RunDirectory
+from sgps.runs.runner import check_checkpoint
 from sgps.runs.trainer_state import decode_trainer_state
 from sgps.training.config import parse_toml
-from sgps.training.setup import training_and_validation
+from sgps.training.setup import split_problems, training_and_validation
 
 RUN_KIND = "run"
 #: Where the given problem files travel inside an archived run folder.
@@ -196,12 +197,17 @@ def left_out(name: str) -> bool:
 
 
 def checkpoint_progress(run: Path, files: Mapping[str, bytes], prefix: str = "") -> dict[str, Any]:
-    """What the snapshot's trainer checkpoint says of the run: where it stands, and its fingerprint."""
+    """What the snapshot's trainer checkpoint says of the run: where it stands, and its fingerprint.
+
+    The checkpoint is checked to be the run's own first (`check_checkpoint`): an archive
+    never reports, nor carries, a checkpoint its run could not go on from."""
     data = files.get(f"{prefix}{CHECKPOINT_FILES[0]}")
     if data is None:
         return {"checkpointed": False}
+    state = decode_trainer_state(data, run / CHECKPOINT_FILES[0])
+    opened = Run.from_document(run, parse_toml(files[f"{prefix}{CONFIG}"], run / CONFIG))
+    check_checkpoint(run, opened.config, files, state, prefix)
     try:
-        state = decode_trainer_state(data, run / CHECKPOINT_FILES[0])
         loop = state["loop"]
         progress = {
             "checkpointed": True,
@@ -223,10 +229,25 @@ def checkpoint_progress(run: Path, files: Mapping[str, bytes], prefix: str = "")
 
 
 def check_problems(run: Run, problems: Path, validation: Path | None, fingerprint: Mapping[str, str]) -> None:
-    """Refuse problem files other than those the run's checkpoint recorded (the run could not resume on them)."""
+    """Refuse problem files other than those the run's checkpoint recorded (the run could not resume on them).
+
+    The option to blame is named: a ``--validation`` missing (the training problems are then
+    all of `problems`, not a split of it) or given for a run that had none (which split its
+    validation problems off `problems`) is named as such, not as other ``--problems``.
+    """
     config = run.config
     levels = read_levels(problems, config.run.domain or None)
     train, held_out = training_and_validation(problems, levels, validation, config)
+    recorded = fingerprint.get("problems.train")
+    if recorded is not None and recorded != states_digest(levels.domain, train):
+        states = levels.states()
+        if validation is None and recorded == states_digest(levels.domain, states):
+            raise ConfigError(f"--validation: {run.path} was trained with a validation file beside {problems} "
+                              "(all of whose levels it trained on); give that file with --validation")  # fmt: skip
+        split = split_problems(states, config.run.validation_fraction, config.bootstrap.seed)[0]
+        if validation is not None and recorded == states_digest(levels.domain, split):
+            raise ConfigError(f"--validation {validation}: {run.path} had no validation file (it held its validation "
+                              f"problems out of {problems}); drop --validation")  # fmt: skip
     for name, states, path in (("train", train, problems), ("validation", held_out, validation or problems)):
         recorded = fingerprint.get(f"problems.{name}")
         if recorded is not None and recorded != states_digest(levels.domain, states):

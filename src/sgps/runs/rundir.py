@@ -143,7 +143,8 @@ class RunDirectory:
         data = rows[1:]
         if len(data) < count:
             raise CheckpointError(
-                f"{file}: {len(data)} rows, but the checkpoint saw {count}; rows were lost, so the run cannot resume"
+                f"{file}: {len(data)} rows, but the checkpoint saw {count}; rows were lost, or the checkpoint is "
+                "another run's (copied in), so the run cannot resume"
             )
         seen: set[tuple[str, ...]] = set()
         previous = (-1, -2)

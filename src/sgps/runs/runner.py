@@ -6,6 +6,7 @@ import contextlib
 import csv
 import dataclasses
 import functools
+import io
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -16,7 +17,7 @@ import torch
 from tqdm import tqdm
 
 from sgps.domains.levels import read_levels, states_digest
-from sgps.errors import ConfigError
+from sgps.errors import CheckpointError, ConfigError
 from sgps.execution.placement import (
     check_threads,
     default_threads,
@@ -24,10 +25,10 @@ from sgps.execution.placement import (
     search_workers,
 )
 from sgps.execution.ray_pool import check_executor
-from sgps.fileio import atomic_write_text
+from sgps.fileio import atomic_write_text, open_regular
 from sgps.models.checkpoint import weights_digest
 from sgps.models.subgoal import SubgoalModel
-from sgps.outputs import FOLDER, Output, check_outputs
+from sgps.outputs import FOLDER, RUN, Output, check_outputs
 from sgps.runs.memory import check_training_memory
 from sgps.runs.run import Run
 from sgps.runs.rundir import RUN_FILES, RunDirectory, to_toml
@@ -41,7 +42,7 @@ from sgps.runs.testing import (
     run_test,
 )
 from sgps.search.engine import SearchResult
-from sgps.training.bootstrap import LIMIT_SETTINGS, BatchSearcher, Bootstrap, LoopState
+from sgps.training.bootstrap import LIMIT_SETTINGS, BatchSearcher, Bootstrap, LoopState, changed_settings
 from sgps.training.config import TrainConfig, check_options_apply, given_options, option_flag, resolve_config
 from sgps.training.methods.plugin import RunSearch
 from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
@@ -119,11 +120,7 @@ def train(
     threads = default_threads() if threads is None else threads
     check_threads(threads)
     torch.set_num_threads(threads)
-    run_settings = dataclasses.replace(config.run, domain=levels.domain.name, workers=workers)
-    search_device = "cpu" if executor == "ray" else device.type  # Ray actors always search on their CPUs
-    evaluation_batch = config.search.evaluation_batch or default_evaluation_batch(search_device)
-    search_settings = dataclasses.replace(config.search, evaluation_batch=evaluation_batch)
-    config = dataclasses.replace(config, run=run_settings, search=search_settings)
+    config = resolved_run_config(config, levels.domain.name, device.type, workers, executor)
     train_levels, validation_levels = training_and_validation(problems, levels, validation, config)
     # Sizes that cannot fit are refused here, before the networks are built or the folder is made.
     check_training_memory(levels.domain, train_levels[0], config, len(train_levels), executor=executor,
@@ -140,6 +137,7 @@ def train(
                               fingerprint, evaluation_batch=config.search.evaluation_batch,
                               device=device.type)  # fmt: skip
         if resume:
+            _check_resumed_checkpoint(run_dir)
             left_out = run_dir.keep_older_learning_columns()
             bootstrap.resume()
             finished = bootstrap.why_finished()
@@ -166,18 +164,56 @@ def train(
     return config, state
 
 
+def resolved_run_config(config: TrainConfig, domain: str, device: str, workers: int, executor: str) -> TrainConfig:
+    """`config` as a run trains with it (and writes it to its config.toml): on levels of `domain`,
+    with `workers` search processes (`search_workers`), its networks on the `device` type, and
+    the evaluation batch that `search.evaluation_batch = 0` means there (Ray actors search on
+    their CPUs)."""
+    run_settings = dataclasses.replace(config.run, domain=domain, workers=workers)
+    search_device = "cpu" if executor == "ray" else device
+    evaluation_batch = config.search.evaluation_batch or default_evaluation_batch(search_device)
+    search_settings = dataclasses.replace(config.search, evaluation_batch=evaluation_batch)
+    return dataclasses.replace(config, run=run_settings, search=search_settings)
+
+
+def check_run_fits(domain: Any, example: Any, config: TrainConfig, train_count: int, *, workers: int) -> None:
+    """Refuse (`check_training_memory`) the run of `config` that `sgps train --workers WORKERS` would
+    start on `train_count` levels like `example` of `domain` in a local process, and refuse at its
+    start for want of memory: `sgps compare` asks before it makes its folder."""
+    device = pick_device(config.run.device).type
+    resolved = resolved_run_config(config, domain.name, device, workers, "local")
+    check_training_memory(domain, example, resolved, train_count, device=device)
+
+
+def _check_resumed_checkpoint(run_dir: RunDirectory) -> None:
+    """Refuse to resume from a trainer checkpoint that another run wrote (`check_checkpoint_rows`: its
+    expansions against the run's metrics/outstanding.csv); a missing or damaged checkpoint, and
+    metrics that lost rows, are left to `Bootstrap.resume`, which names them."""
+    path, outstanding = run_dir.checkpoints / "trainer.pt", run_dir.metrics / "outstanding.csv"
+    if not path.is_file():
+        return
+    try:
+        with open_regular(outstanding, "rb") as handle:
+            files = {"metrics/outstanding.csv": handle.read()}
+    except OSError:
+        return
+    check_checkpoint_rows(run_dir.path, files, run_dir.read_trainer_state(), counts=False)
+
+
 def _log_resume(run_dir: RunDirectory, bootstrap: Bootstrap, device: str) -> None:
     """Say in the run's log where it goes on, and whether it moved to another device (a run may
     move between a laptop and a GPU machine through its archive, `sgps.runs.packing`)."""
     last = bootstrap.last_device
     moved = f", moved from {last}" if last is not None and last != device else ""
-    run_dir.log(f"sgps {sgps_version()}: resumed on {device}{moved} at {bootstrap.state.cumulative_expansions} "
-                f"expansions (iteration {bootstrap.state.iteration}, batch {bootstrap.state.next_batch})")
+    run_dir.log(
+        f"sgps {sgps_version()}: resumed on {device}{moved} at {bootstrap.state.cumulative_expansions} "
+        f"expansions (iteration {bootstrap.state.iteration}, batch {bootstrap.state.next_batch})"
+    )
 
 
 def run_output(out: Path) -> Output:
     """The run directory as an output: a folder whose run files `--overwrite` replaces."""
-    return Output("--out", out, FOLDER, replaces=RUN_FILES)
+    return Output("--out", out, FOLDER, replaces=RUN_FILES, owner=RUN)
 
 
 def check_run_outputs(
@@ -232,15 +268,95 @@ def run_fingerprint(
     config: TrainConfig, domain: Any, train: Sequence[Any], validation: Sequence[Any]
 ) -> dict[str, str]:
     """What a resumed run must share with its start: every setting but `RESUME_OVERRIDES`, and the problems."""
-    fingerprint = {
+    fingerprint = settings_fingerprint(config)
+    for name, levels in (("train", train), ("validation", validation)):
+        fingerprint[f"problems.{name}"] = states_digest(domain, levels)
+    return fingerprint
+
+
+def settings_fingerprint(config: TrainConfig) -> dict[str, str]:
+    """The settings part of `run_fingerprint`: every setting of `config` but `RESUME_OVERRIDES`, as text.
+
+    A run's config.toml gives the one its checkpoints recorded (`check_checkpoint` compares them
+    before a run is packed or forked)."""
+    return {
         f"{section}.{key}": repr(value)
         for section, entries in config.as_dict().items()
         for key, value in entries.items()
         if (section, key) not in RESUME_OVERRIDES
     }
-    for name, levels in (("train", train), ("validation", validation)):
-        fingerprint[f"problems.{name}"] = states_digest(domain, levels)
-    return fingerprint
+
+
+#: The trainer checkpoint in a run folder (`sgps.runs.trainer_state`).
+TRAINER = "checkpoints/trainer.pt"
+
+
+def check_checkpoint(run: Path, config: TrainConfig, files: Mapping[str, bytes], state: Any, prefix: str = "") -> None:
+    """Refuse a trainer checkpoint (decoded: `state`) that the run folder `run`, whose config.toml
+    holds `config`, could not go on from: one whose config.toml was edited since it was written, or
+    one that another run wrote (copied in). `files`: the run's files (member path under `prefix` ->
+    bytes), the metrics among them (`check_checkpoint_rows`).
+
+    `sgps pack` and `sgps fork` call it before they make anything: a fork would not resume, and
+    an archive would carry another run's progress under this run's name. (A resume refuses
+    changed settings itself, `Bootstrap.resume`.)
+    """
+    trainer = run / TRAINER
+    if not isinstance(state, dict) or not {"loop", "method", "rng", "rows"} <= state.keys():
+        raise CheckpointError(f"{trainer}: not a trainer checkpoint sgps reads (entries are missing)")
+    saved = dict(state.get("fingerprint") or {})
+    settings = changed_settings(saved, settings_fingerprint(config)) if saved else []
+    if settings:
+        details = ", ".join(f"{key} ({old} in the checkpoint, {new} in config.toml)" for key, old, new in settings)
+        raise ConfigError(f"{run / 'config.toml'}: does not match the run's checkpoint {trainer}: {details}; the "
+                          "run could not go on from it: put the old values back, or, if trainer.pt was copied "
+                          "from another run, put the run's own back")  # fmt: skip
+    check_checkpoint_rows(run, files, state, prefix)
+
+
+def check_checkpoint_rows(
+    run: Path, files: Mapping[str, bytes], state: Mapping[str, Any], prefix: str = "", *, counts: bool = True
+) -> None:
+    """Refuse a trainer checkpoint `state` that saw other metrics than those of the run folder `run`
+    (`files`: the run's files, member path under `prefix` -> bytes): a last ``outstanding.csv`` row
+    it saw that records other expansions than the checkpoint's own, and with `counts` (a resume
+    leaves it to `RunDirectory.truncate`, which names the row) more rows of a metrics file than
+    it holds. Both hold for every checkpoint of the run itself (a row is appended after each
+    batch, and the checkpoint written after it, `Bootstrap.run`); a checkpoint copied in from
+    another run fails them, whether its settings and problems are this run's or not."""
+    trainer = run / TRAINER
+    try:
+        seen = {str(name): int(count) for name, count in dict(state["rows"]).items()}
+        expansions = int(state["loop"]["cumulative_expansions"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{trainer}: not a trainer checkpoint sgps reads ({error})") from None
+    for name, count in seen.items():
+        member = f"metrics/{name}.csv"
+        header, *rows = _csv_rows(files.get(f"{prefix}{member}", b"")) or [[]]
+        if len(rows) < count:
+            if not counts:
+                continue
+            found, why = f"holds {len(rows)}", "another run's (copied in), or the metrics lost rows"
+        elif name == "outstanding" and count > 0 and "cumulative_expansions" in header:
+            last = rows[count - 1]
+            column = header.index("cumulative_expansions")
+            recorded = last[column] if column < len(last) else ""
+            if recorded == str(expansions):
+                continue
+            found, why = f"records {recorded or 'no'} expansions at that row", "another run's (copied in)"
+        else:
+            continue
+        raise ConfigError(f"{trainer}: saw {count} rows of {member} at {expansions} expansions, but the run's "
+                          f"{member} {found}: the checkpoint is {why}; the run could not go on from it: put its "
+                          "own checkpoints/ and metrics/ back")  # fmt: skip
+
+
+def _csv_rows(data: bytes) -> list[list[str]]:
+    """The rows of a metrics file's bytes (header first); none for bytes that are no CSV text."""
+    try:
+        return list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+    except (UnicodeDecodeError, csv.Error):
+        return []
 
 
 def _run_with_progress(bootstrap: Bootstrap, train_count: int, quiet: bool, max_batches: int | None) -> LoopState:
@@ -333,8 +449,8 @@ def test(
 def _check_record(record: Path, problems: Path, level_set: str, domain: Any, states: Sequence[Any]) -> None:
     """Refuse, before any search, a test whose record or journal cannot be written, or would replace
     the record of another level set that shares the level file's name (`foreign_record`)."""
-    check_outputs([Output("the test record", record, run_file=True),
-                   Output("the test journal", journal_path(record), run_file=True)],
+    check_outputs([Output("the test record", record, owner=RUN),
+                   Output("the test journal", journal_path(record), owner=RUN)],
                   [("--problems", problems)])  # fmt: skip
     foreign = foreign_record(record, level_set, domain, states)
     if foreign is not None:

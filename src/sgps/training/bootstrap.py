@@ -644,25 +644,34 @@ class Bootstrap:
         """Refuse to resume a run whose configuration or problems changed since it was checkpointed."""
         if not saved or not self.fingerprint:
             return  # a checkpoint from before fingerprints, or a caller that does not check
-        # A setting the checkpoint does not name was added to sgps after the run started; its
-        # default keeps the behaviour the run had, so it is no change (the problems always count).
         # A changed setting is named first: a changed seed or validation fraction also splits --problems
         # into other training and validation problems, and the setting is what the user changed.
-        keys = saved.keys() | {key for key in self.fingerprint if key.startswith("problems.")}
-        changed = sorted(key for key in keys if saved.get(key) != self.fingerprint.get(key))
-        settings = [key for key in changed if not key.startswith("problems.")]
+        settings = changed_settings(saved, self.fingerprint)
         if settings:
-            details = ", ".join(f"{key} ({saved.get(key, 'absent')} -> {self.fingerprint.get(key, 'absent')})"
-                                for key in settings)  # fmt: skip
+            details = ", ".join(f"{key} ({old} -> {new})" for key, old, new in settings)
             raise ConfigError(
                 f"{self.run_dir.path / 'config.toml'}: changed since the run started: {details}; "
-                "put the old values back, or start a new run"
+                "put the old values back, or start a new run (or, if checkpoints/trainer.pt was copied from "
+                "another run, put the run's own back)"
             )
+        keys = {key for key in saved.keys() | self.fingerprint.keys() if key.startswith("problems.")}
+        changed = sorted(key for key in keys if saved.get(key) != self.fingerprint.get(key))
         if changed:
             raise ConfigError(
                 f"{self.run_dir.path}: the {' and '.join(k.removeprefix('problems.') for k in changed)} problems "
                 "differ from those the run was trained on; resume with the same --problems (and --validation)"
             )
+
+
+def changed_settings(saved: Mapping[str, str], current: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """(key, saved value, current value) of every setting of the checkpoint's fingerprint `saved` that the
+    run's `current` fingerprint (`sgps.runs.runner.run_fingerprint`) gives otherwise, "absent" for none.
+
+    A setting `saved` does not name was added to sgps after the run started; its default keeps
+    the behaviour the run had, so it is no change. The problem digests are not settings: left out.
+    """
+    return [(key, saved[key], current.get(key, "absent")) for key in sorted(saved)
+            if not key.startswith("problems.") and saved[key] != current.get(key)]  # fmt: skip
 
 
 def _all_finite(value: Any) -> bool:

@@ -40,6 +40,7 @@ from sgps.domains.registry import get_domain
 from sgps.domains.solver import default_state_cap, solve
 from sgps.errors import ConfigError, SgpsError
 from sgps.fileio import atomic_write_bytes, open_regular
+from sgps.processes import end_with_parent
 
 FORMAT = "sgps-hips-dataset-1"
 #: The arrays of a dataset file: how many dimensions each has and the numpy kinds of its values
@@ -217,9 +218,11 @@ def _solve_in_pool(
 
 def guard_solver_process() -> None:
     """Set up a solver process: ignore Ctrl-C (which discards one held back while it started), then let
-    signals through again."""
+    signals through again; end with the command that started it (`sgps.processes`), which a
+    SIGKILL leaves no time to stop it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    end_with_parent()
 
 
 @contextlib.contextmanager

@@ -33,7 +33,7 @@ from sgps.models.checkpoint import (
     save_checkpoint,
 )
 from sgps.models.hips import HipsConfig, HipsModel, cell_patterns
-from sgps.outputs import FOLDER, Output, check_outputs
+from sgps.outputs import FOLDER, RUN, Output, check_outputs
 from sgps.runs.memory import check_hips_memory
 from sgps.runs.rundir import RUN_FILES, RunDirectory
 from sgps.search.costs import Algorithm, make_algorithm
@@ -128,7 +128,7 @@ def train(
         raise ConfigError(f"{ALGORITHM} trains from a dataset or from training levels: give one of the two")
     if extra_problems is not None and problems is None:
         raise ConfigError("--extra-problems adds levels to --problems; a --dataset is used as it is")
-    check_outputs([Output("--out", out, FOLDER, replaces=RUN_FILES)],
+    check_outputs([Output("--out", out, FOLDER, replaces=RUN_FILES, owner=RUN)],
                   [("--dataset", dataset_path), ("--problems", problems), ("--extra-problems", extra_problems),
                    ("--config", config_file)])  # fmt: skip
     try:
