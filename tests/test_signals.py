@@ -186,3 +186,18 @@ def test_a_stop_signal_while_the_program_imports_is_one_line(tmp_path, number):
     code, err = process.wait(timeout=60), process.stderr.read()
     stopped = "sgps: interrupted" if number == signal.SIGINT else f"sgps: stopped by {signal.Signals(number).name}"
     assert (code, err) == (128 + number, stopped + "\n")
+
+
+def test_dataset_quiet_draws_no_bar_on_a_terminal(tmp_path):
+    """`sgps dataset` draws a bar on a terminal; `--quiet` leaves it out, as `train --quiet` does (and
+    `test --quiet`, whose bar shows only after a second of searching, by the same `_bar_off`)."""
+    problems = levels(tmp_path / "t.txt", 12)
+    shown = {}
+    for quiet in (False, True):
+        argv = [sys.executable, "-m", "sgps", "dataset", "tsp", "--problems", str(problems), "--out",
+                str(tmp_path / f"data-{quiet}.npz"), "--workers", "1", *(["--quiet"] if quiet else [])]  # fmt: skip
+        with Terminal() as screen:
+            subprocess.run(argv, stderr=screen.slave, stdout=subprocess.DEVNULL, check=True, timeout=120,
+                           env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+            shown[quiet] = "solving" in screen.text()
+    assert shown == {False: True, True: False}

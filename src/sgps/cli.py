@@ -200,6 +200,7 @@ def _add_dataset_command(commands: Any) -> None:
         "--workers", type=_int, help="solver processes (default: one per usable core; 1: in this process)"
     )
     dataset.add_argument("--overwrite", action="store_true", help="replace a dataset already at --out")
+    dataset.add_argument("--quiet", action="store_true", help="no progress bar (there is one only on a terminal)")
 
 
 def _add_train_command(commands: Any) -> None:
@@ -303,6 +304,7 @@ def _add_test_command(commands: Any) -> None:
         help="local search processes, each round's problems split between them (default 1: in this process)",
     )  # fmt: skip
     _add_executor_options(test_cmd, "where the searches run: this process (default) or one Ray actor per CPU")
+    test_cmd.add_argument("--quiet", action="store_true", help="no progress bar (there is one only on a terminal)")
 
 
 def _add_subgoals_command(commands: Any) -> None:
@@ -756,7 +758,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     workers = args.workers or usable_cores()
     if workers > 1:  # before the solver pool's semaphores: the tracker that removes them must outlive a SIGHUP
         start_resource_tracker()
-    with tqdm(total=len(levels), unit="level", desc="solving", leave=False, disable=None) as bar:
+    with tqdm(total=len(levels), unit="level", desc="solving", leave=False, disable=_bar_off(args.quiet)) as bar:
 
         def progress(done: int, total: int) -> None:
             bar.update(done - bar.n)
@@ -851,7 +853,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         print(f"testing the model {card.name} (version {card.version}) with its weights; nothing is recorded")
     else:
         print(f"testing {folder} with {describe_weights(folder, args.checkpoint)}")
-    with tqdm(unit="search", leave=False, disable=None, delay=1.0) as bar:  # on a terminal, after a second
+    with tqdm(unit="search", leave=False, disable=_bar_off(args.quiet), delay=1.0) as bar:  # after a second
 
         def progress(round_number: int, budget: int, finished: int, *, total: int) -> None:
             if finished == 0:  # a round starts
@@ -977,6 +979,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.train:
         _demo_comparison(out, args.config)
     return 0
+
+
+def _bar_off(quiet: bool) -> bool | None:
+    """tqdm's `disable` for a command's progress bar: off with --quiet, else drawn on a terminal only."""
+    return True if quiet else None
 
 
 def _demo_files() -> list[tuple[str, str]]:
