@@ -272,3 +272,18 @@ def test_a_run_may_lie_in_a_comparison_but_nothing_else_sgps_makes_may(packed, c
     assert f"lies inside the run folder {run.resolve()}" in one_error(capsys)
     assert main(["unpack", str(archive), "--out", str(comparison / "runs" / "R")]) == 0  # a run of the comparison
     assert main(["unpack", str(archive), "--out", str(other)]) == 0
+
+
+def test_a_gif_that_cannot_be_written_is_refused_before_the_test_searches(packed, tmp_path, capsys) -> None:
+    """`sgps test --gif DIR` where a level's GIF would go is a folder: refused after the search, with the
+    record already written; now before anything."""
+    run, levels, _ = packed
+    from sgps.domains import read_levels
+
+    first = read_levels(levels).levels[0]
+    gifs = tmp_path / "gifs"
+    (gifs / f"{first.name.replace(':', '-')}.gif").mkdir(parents=True)
+    ran = snapshot(run)
+    assert main(["test", str(run), "--problems", str(levels), "--gif", str(gifs)]) == 2
+    assert "a folder stands there" in one_error(capsys)
+    assert snapshot(run) == ran

@@ -433,10 +433,15 @@ def animate_test_solutions(
     written = []
     for level, outcome in zip(picked, outcomes, strict=True):
         if outcome.states is not None:
-            path = out / f"{level.name.replace(':', '-')}.gif"
+            path = solution_gif_path(out, level)
             write_gif(path, searcher.domain, outcome.states)
             written.append(path)
     return written
+
+
+def solution_gif_path(out: Path, level: Level) -> Path:
+    """Where `animate_test_solutions` draws the solution of `level` in the folder `out`."""
+    return out / f"{level.name.replace(':', '-')}.gif"
 
 
 def _whole(value: Any) -> Any:

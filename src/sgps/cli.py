@@ -25,7 +25,7 @@ import numpy as np
 from tqdm import tqdm
 
 from sgps import __version__
-from sgps.api import animate_test_solutions, load
+from sgps.api import animate_test_solutions, load, solution_gif_path
 from sgps.domains import Level, LevelSet, get_domain, read_levels, solve, write_levels
 from sgps.domains.animation import trajectory, write_gif
 from sgps.domains.base import MAX_CELL
@@ -846,6 +846,10 @@ def cmd_test(args: argparse.Namespace) -> int:
     workers = 1 if args.workers is None else args.workers
     runner.check_test_request(args.budget, args.rounds, workers, args.executor)
     run = Run.open(folder)  # read once, for the test and the GIFs
+    if args.gif is not None:  # every GIF it may draw, before the search writes its record
+        gifs = [Output("--gif", solution_gif_path(args.gif, level), suffix=".gif")
+                for level in read_levels(args.problems, run.domain).levels]  # fmt: skip
+        check_outputs(gifs, [("run", folder), ("--problems", args.problems)])
     if card is not None:
         levels = read_levels(args.problems, run.domain)
         card.check_level(levels.domain.name, levels.observation_shape(), str(args.problems))
