@@ -180,7 +180,7 @@ def _check_made_folders(output: Output) -> None:
     """Only the command that makes a kind of folder writes into one of that kind (see the module's list)."""
     option, path, owner = output.option, output.path, output.owner
     target = path.resolve()
-    made = made_folders_of(path)
+    made = made_folders_of(target)
     for folder, kind in made:
         if kind == ARCHIVE and not (owner == ARCHIVE and folder == target):
             raise ConfigError(f"{option} {path} lies in the archive {folder} (links followed): an archive is only "

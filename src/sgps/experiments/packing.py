@@ -27,7 +27,7 @@ from sgps.experiments.problems import (
     stored_digests,
     write_problems,
 )
-from sgps.outputs import ARCHIVE, COMPARISON, FOLDER, RUN, Output, check_outputs
+from sgps.outputs import ARCHIVE, COMPARISON, FOLDER, RUN, Output, check_outputs, folder_kind
 from sgps.runs.archive import (
     DEFAULT_PART_BYTES,
     INDEX,
@@ -132,7 +132,7 @@ def _progress_line(progress: Any) -> str:
 
 def is_comparison(folder: Path) -> bool:
     """Whether `folder` is a comparison folder (`sgps compare` wrote its compare.toml)."""
-    return (folder / "compare.toml").is_file() and (folder / "problems").is_dir()
+    return folder_kind(folder) == COMPARISON
 
 
 def pack_comparison(
