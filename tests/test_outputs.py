@@ -236,7 +236,7 @@ OPTION_VALUES = {
     "algorithm": None, "device": "cpu", "workers": "1", "evaluator": "auto", "tensorboard": "tb", "seed": "3",
     "max_iterations": "2", "time_limit": "1", "max_expansions": "1000", "levin_plus_one": None, "duplicates": "eager",
     "evaluation_batch": "1", "precision": "float32", "learning_precision": "float32", "loss": "levin",
-    "failed_trees": None, "codebook_size": "3",
+    "failed_trees": None, "codebook_size": "3", "recipe": "hard",
     "cluster_level": "1", "conditioning": "code-vector", "codebook": "restart", "mixture": "geometric",
 }  # fmt: skip
 

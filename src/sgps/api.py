@@ -283,6 +283,7 @@ def train(
     validation: str | Path | None = None,
     config: str | Path | None = None,
     preset: str | None = None,
+    recipe: str | None = None,
     seed: int | None = None,
     device: str | None = None,
     workers: int | None = None,
@@ -327,7 +328,8 @@ def train(
                               ("overwrite", overwrite, bool), ("quiet", quiet, bool)):  # fmt: skip
         _scalar(name, value, kind)
     options = {
-        "algorithm": algorithm, "device": device, "workers": workers, "seed": seed, "evaluator": evaluator,
+        "algorithm": algorithm, "recipe": recipe, "device": device, "workers": workers, "seed": seed,
+        "evaluator": evaluator,
         "evaluation_batch": evaluation_batch, "precision": precision,
         "learning_precision": learning_precision,
         "tensorboard": None if tensorboard is None else str(tensorboard),

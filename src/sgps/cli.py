@@ -50,6 +50,7 @@ from sgps.training.config import TRAIN_OPTIONS, check_options_apply, option_over
 from sgps.training.methods.hips.dataset import build_dataset, dataset_journal, write_dataset
 from sgps.training.methods.plugin import MethodPlugin
 from sgps.training.plugins import PLUGINS, plugin_for
+from sgps.training.recipes import RECIPE_CHOICES
 from sgps.training.schema import EVALUATOR_PLACES
 from sgps.zoo import available, locate
 
@@ -218,6 +219,11 @@ def _add_train_command(commands: Any) -> None:
     train_cmd.add_argument("--validation", type=_path, help="validation levels (default: a split of --problems)")
     train_cmd.add_argument("--config", type=_path, help="TOML file with [run] [network] [learner] [bootstrap]")
     train_cmd.add_argument("--preset", choices=("tiny", "cpu", "paper"), help="default: cpu")
+    train_cmd.add_argument(
+        "--recipe", choices=RECIPE_CHOICES,
+        help="hard: budget 16,000 and a solution memory of 32 from the first batch; paper: the paper's loop; "
+        "default auto: hard on levels generated as a hard variant, else paper",
+    )  # fmt: skip
     train_cmd.add_argument("--seed", type=_int, help="run seed")
     train_cmd.add_argument("--device", choices=("cpu", "cuda", "auto"), help="default: auto")
     train_cmd.add_argument(
@@ -808,7 +814,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(
         f"trained {config.run.algorithm} on {config.run.domain}: {state.iteration} iterations, "
         f"{len(state.solved)} training problems solved, {state.cumulative_expansions:,} expansions, "
-        f"best validation {max(state.best_validation, 0)} solved, budget now {state.train_budget:,}, "
+        f"best validation {max(state.best_validation, 0)} solved, budget now {state.train_budget:,} "
+        f"(recipe {config.run.recipe}), "
         f"{state.seconds:.0f} s -> {args.out}"
     )
     return 0

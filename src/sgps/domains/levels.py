@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,7 +33,7 @@ from sgps.domains.base import Domain
 from sgps.domains.registry import domain_names, get_domain
 from sgps.domains.sokoban import ASCII_CODES
 from sgps.errors import LevelFormatError, UnknownDomainError
-from sgps.fileio import DocumentLimitError, atomic_write_text, parse_json
+from sgps.fileio import DocumentLimitError, atomic_write_text, open_regular, parse_json
 
 HEADER_PREFIX = "; sgps "
 BOXOBAN_SIZE = 10
@@ -42,6 +43,9 @@ _INTEGER = re.compile(r"-?[0-9]+")  # ASCII digits only: int() would also take '
 #: No level field (a size, a cell code, a count) needs more digits than a 64-bit integer
 #: holds; Python refuses to convert more than 4,300 digits at all.
 MAX_FIELD_DIGITS = 19
+
+#: The lines `generated_variant` reads for a header before giving up (comments may come first).
+MAX_LEADING_COMMENTS = 64
 
 #: The most characters of a header field's JSON value (``params={...}``): a generator's few settings.
 MAX_HEADER_JSON_BYTES = 64 * 2**10
@@ -180,6 +184,26 @@ def read_levels(path: str | Path, domain: str | Domain[Any] | None = None) -> Le
         levels.extend(file_levels)
     assert wanted is not None
     return LevelSet(wanted, levels, metadata)
+
+
+def generated_variant(path: str | Path) -> str | None:
+    """The generator variant that the sgps header of a level set's first file names (``variant=``).
+
+    Read from the file's first lines alone, before the set itself is read: None when the
+    file has no such header, or cannot be read now (`read_levels` then names the problem).
+    """
+    try:
+        with open_regular(level_files(path)[0], "rb") as handle:
+            for raw in itertools.islice(handle, MAX_LEADING_COMMENTS):
+                text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
+                if _HEADER_LINE.match(text):
+                    variant = parse_header(text, Path(path), 1).get("variant")
+                    return variant if isinstance(variant, str) else None
+                if text.strip() and not text.startswith(";"):
+                    return None
+    except (OSError, LevelFormatError):
+        return None
+    return None
 
 
 def level_files(path: str | Path) -> list[Path]:

@@ -212,7 +212,7 @@ def _refuse_changes(config: Path, out: Path, plan: ComparePlan) -> None:
     stored = out / "compare.toml"
     if not stored.exists():
         return
-    earlier = read_plan(stored, check_files=False)  # a damaged file is a ConfigError naming it
+    earlier = read_plan(stored, check_files=False, recorded=True)  # a damaged file is a ConfigError naming it
     started = earlier.resolved
     keys = [key for key in changed_keys(started, plan.resolved)
             if not _adds_runs(key, started, plan.resolved) and not _is_limit(key)]  # fmt: skip

@@ -139,7 +139,7 @@ def pack_comparison(
     folder: Path, archive: Path, *, part_bytes: int = DEFAULT_PART_BYTES, overwrite: bool = False
 ) -> ArchiveIndex:
     """Pack the comparison folder `folder` into the archive `archive`, leaving out the sets it generated."""
-    plan = read_plan(folder / "compare.toml", check_files=False)
+    plan = read_plan(folder / "compare.toml", check_files=False, recorded=True)
     files = problem_files(plan, folder)
     regenerated = {path for path, source in _sources(plan, files) if source.file is None and path.exists()}
     if regenerated and changed_problem_files(files):
@@ -181,7 +181,7 @@ def unpack_comparison(archive: Path, out: Path) -> ArchiveIndex:
     def complete(index: ArchiveIndex, folder: Path) -> None:
         if index.kind != COMPARISON_KIND:
             raise ConfigError(f"{archive}: holds a {index.kind}, not a comparison")
-        plan = read_plan(folder / "compare.toml", check_files=False)
+        plan = read_plan(folder / "compare.toml", check_files=False, recorded=True)
         files = problem_files(plan, folder)
         _check_regenerated_counts(archive, plan, files, index.about.get("levels"))
         generated = [(path, source, states) for path, source, states in pending_problems(plan, files, str(archive))

@@ -31,9 +31,11 @@ from typing import Any
 from sgps.domains import domain_names, get_domain, read_levels
 from sgps.domains.base import Domain
 from sgps.domains.generation import MAX_LEVELS, generate_levels, resolve_params
+from sgps.domains.levels import generated_variant
 from sgps.errors import ConfigError, SgpsError
 from sgps.training.config import PRESETS, SECTIONS, TrainConfig, read_toml, resolve_config
 from sgps.training.methods.hips import run as hips
+from sgps.training.recipes import AUTO, PAPER, chosen_recipe
 from sgps.training.schema import ALGORITHMS, InvalidSettingError, check_value
 from sgps.training.setup import split_problems
 
@@ -135,17 +137,26 @@ class ComparePlan:
         return next(run.algorithm for run in self.runs if run.variant == variant)
 
 
-def read_plan(path: Path, *, check_files: bool = True) -> ComparePlan:
+def read_plan(path: Path, *, check_files: bool = True, recorded: bool = False) -> ComparePlan:
     """Read and check a comparison config; relative file paths are relative to the config's folder.
 
     `check_files` also checks that level files exist (not needed to report on finished runs).
+    `recorded`: `path` is a comparison's own compare.toml (see `parse_plan`).
     """
     document = read_toml(path)
-    return parse_plan(document, str(path), path.resolve().parent, check_files=check_files)
+    return parse_plan(document, str(path), path.resolve().parent, check_files=check_files, recorded=recorded)
 
 
-def parse_plan(document: Mapping[str, Any], origin: str, base: Path, *, check_files: bool = True) -> ComparePlan:
-    """Check a parsed comparison config; errors read ``ORIGIN: section.key: problem``."""
+def parse_plan(
+    document: Mapping[str, Any], origin: str, base: Path, *, check_files: bool = True, recorded: bool = False
+) -> ComparePlan:
+    """Check a parsed comparison config; errors read ``ORIGIN: section.key: problem``.
+
+    The plan records the recipe of its runs (`run.recipe`, `sgps.training.recipes`) as chosen,
+    never "auto": a config that names none trains with the recipe "auto" picks for its
+    training levels. A `recorded` document (a comparison's own compare.toml) that names none
+    was written before recipes had names, when every comparison trained with the paper's loop.
+    """
     top = _Table(origin, "", document)
     head = top.table("compare")
     domain_name = head.string("domain")
@@ -208,6 +219,11 @@ def parse_plan(document: Mapping[str, Any], origin: str, base: Path, *, check_fi
                 raise problems.error("hips", f"its generator seeds overlap those of {where}; choose other seeds")
 
     overrides = _overrides(top.table("train", {}))
+    training_variant = train.variant if train.file is None else generated_variant(train.file)
+    overrides.setdefault("run", {}).setdefault("recipe", PAPER if recorded else AUTO)
+    for sections in (overrides, *(own for _, own in variants.values())):
+        if "recipe" in sections.get("run", {}):
+            sections["run"]["recipe"] = chosen_recipe(sections["run"]["recipe"], training_variant)
     if held_out:
         for where, sections in [("train", overrides), *((f"variants.{n}", v[1]) for n, v in variants.items())]:
             if "validation_fraction" in sections.get("run", {}):

@@ -79,7 +79,7 @@ def write_report(out: Path) -> WrittenReport:
     stored = out / "compare.toml"
     if not stored.exists():
         raise ConfigError(f"{out}: no compare.toml here; run `sgps compare CONFIG --out {out}` first")
-    plan = read_plan(stored, check_files=False)
+    plan = read_plan(stored, check_files=False, recorded=True)
     files = problem_files(plan, out)
     results = load_results(plan, out, count_levels(files.train))
     changed = changed_problem_files(files)

@@ -23,7 +23,7 @@ def terminal_summary(out: Path) -> str:
     stored = out / "compare.toml"
     if not stored.exists():
         raise ConfigError(f"{out}: no compare.toml here; run `sgps compare CONFIG --out {out}` first")
-    plan = read_plan(stored, check_files=False)
+    plan = read_plan(stored, check_files=False, recorded=True)
     results = [r for r in load_results(plan, out, count_levels(problem_files(plan, out).train)) if r.finished]
     cut = {r.spec.variant for r in guard_cut_runs(results)}
     test = plan.tests[0] if plan.tests else None

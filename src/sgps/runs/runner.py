@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from sgps.domains.levels import read_levels, states_digest
+from sgps.domains.levels import generated_variant, read_levels, states_digest
 from sgps.errors import CheckpointError, ConfigError
 from sgps.execution.placement import (
     check_threads,
@@ -46,6 +46,7 @@ from sgps.training.bootstrap import LIMIT_SETTINGS, BatchSearcher, Bootstrap, Lo
 from sgps.training.config import TrainConfig, check_options_apply, given_options, option_flag, resolve_config
 from sgps.training.methods.plugin import RunSearch
 from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
+from sgps.training.recipes import describe_recipe
 from sgps.training.setup import (
     build_method,
     build_subgoal_method,
@@ -106,7 +107,8 @@ def train(
                 f"{out} already holds a run; pass --resume to continue it, --overwrite to replace it, "
                 "or choose another --out"
             )
-        config = resolve_config(preset or "cpu", config_file, overrides, spell, file_keys_apply=True)
+        config = resolve_config(preset or "cpu", config_file, overrides, spell, file_keys_apply=True,
+                                variant=generated_variant(problems))  # fmt: skip
         check_options_apply(config.run.algorithm, given_options(overrides), spell)
     if domain and config.run.domain and domain != config.run.domain:
         raise ConfigError(f"--domain {domain} contradicts run.domain = {config.run.domain!r}")
@@ -157,6 +159,7 @@ def train(
                     remove_run_events(Path(config.run.tensorboard), out)
             run_dir.create(config.as_dict())
             run_dir.log(f"sgps {sgps_version()}")
+            run_dir.log(describe_recipe(config.run.recipe))
         if config.run.tensorboard:
             stack.callback(_follow_in_tensorboard(bootstrap, config, resume).close)
         with setup_frozen():

@@ -6,7 +6,8 @@ A configuration has sections, each a dataclass: ``[run]`` (`RunSettings`),
 (`LearnerConfig`), ``[bootstrap]`` (`BootstrapConfig`) and ``[subgoal]``
 (`SubgoalSettings`, the π^SG networks and how they learn; read by phs-sg and
 levin-sg only). Resolution order: the preset's
-values, then the TOML file, then command-line flags; `sgps.training.schema` holds the
+values, then the recipe's (`sgps.training.recipes`), then the TOML file, then command-line
+flags; `sgps.training.schema` holds the
 rules every value is checked against. The resolved configuration is written to the run
 directory's ``config.toml``.
 """
@@ -26,6 +27,7 @@ from sgps.fileio import MAX_DOCUMENT_BYTES, DocumentLimitError, open_regular, pa
 from sgps.training.bootstrap import BootstrapConfig
 from sgps.training.methods.flat.learner import LearnerConfig
 from sgps.training.methods.subgoal.learner import SubgoalSettings
+from sgps.training.recipes import AUTO, PAPER, RECIPES, chosen_recipe
 from sgps.training.schema import ALGORITHMS, InvalidSettingError, check_value, validate_section
 
 
@@ -65,6 +67,9 @@ class RunSettings:
     #: (a model copy on the CPU in each worker), or "auto" (shared on a GPU, copies on a CPU).
     evaluator: str = "auto"
     tensorboard: str = ""  # folder for TensorBoard event files ("": none; `sgps.training.tensorboard`)
+    #: The training recipe (`sgps.training.recipes`): "auto" (the default) becomes "hard" on levels
+    #: generated as a hard variant and "paper" otherwise; a run's config.toml records the recipe chosen.
+    recipe: str = AUTO
 
 
 SECTIONS: dict[str, type] = {
@@ -162,6 +167,7 @@ TRAIN_OPTIONS: dict[str, TrainOption] = {
     "workers": TrainOption("run", "workers"),
     "evaluator": TrainOption("run", "evaluator"),
     "tensorboard": TrainOption("run", "tensorboard"),
+    "recipe": TrainOption("run", "recipe"),
     "seed": TrainOption("bootstrap", "seed", _ALL),
     "max_iterations": TrainOption("bootstrap", "max_iterations"),
     "time_limit": TrainOption("bootstrap", "time_limit_minutes"),
@@ -257,9 +263,15 @@ def resolve_config(
     *,
     document: Mapping[str, Any] | None = None,
     file_keys_apply: bool = False,
+    variant: str | None = None,
 ) -> TrainConfig:
-    """Merge a preset, an optional TOML file and overrides, then check them against `schema.RULES`.
+    """Merge a preset, the recipe, an optional TOML file and overrides, then check them against `schema.RULES`.
 
+    The recipe (`run.recipe`, `sgps.training.recipes`) is the one the file or the overrides
+    name, "auto" by default, which chooses by `variant`: the generator variant of the
+    training levels (their header's; None for levels sgps did not generate). Its settings
+    replace the preset's and give way to the file's and the overrides'; the configuration
+    records the recipe chosen, never "auto".
     `document`: the file's content when the caller has read it already (it is not read again).
     `file_keys_apply`: refuse the file's keys that the resolved algorithm does not use
     (`check_keys_apply`; a user's settings file, not a run's own config.toml, which lists every key).
@@ -296,6 +308,13 @@ def resolve_config(
                     by = f" (given as {spell(given[0])})" if spell and layer is overrides and given else ""
                     raise ConfigError(f"{origin}: {error}{by}") from None
                 origins[f"{section}.{key}"] = origin
+    recipe = chosen_recipe(values["run"].get("recipe", AUTO), variant)
+    for section, entries in RECIPES[recipe].items():
+        for key, value in entries.items():
+            if f"{section}.{key}" not in origins:  # the file's and the command line's values win
+                values[section][key] = value
+                origins[f"{section}.{key}"] = f"recipe {recipe}"
+    values["run"]["recipe"] = recipe
     sections = {}
     for name, cls in SECTIONS.items():
         try:
@@ -312,7 +331,8 @@ def resolve_config(
 #: Settings added after runs were first written, with the value a run started before them
 #: behaves as (it neither probed π_low nor logged to TensorBoard, the probe changes no
 #: training, and it searched in exact order, learned in float32, drew its failed trees
-#: from one stream per batch and fitted its codes on reconstruction alone): a run's
+#: from one stream per batch, fitted its codes on reconstruction alone and took its settings
+#: from no recipe but the paper's loop, whatever it changed by hand or by fork): a run's
 #: config.toml without them is complete and takes these values. A new setting belongs here
 #: with its old behaviour, or the archives on `main` could no longer be resumed.
 LATER_SETTINGS: dict[tuple[str, str], Any] = {
@@ -327,6 +347,7 @@ LATER_SETTINGS: dict[tuple[str, str], Any] = {
     ("subgoal", "action_weight"): 1.0,
     ("bootstrap", "solution_memory"): 0,
     ("bootstrap", "validate_every"): 0,
+    ("run", "recipe"): PAPER,
 }
 
 

@@ -43,6 +43,7 @@ from sgps.training.methods.subgoal.clustering import HIERARCHIES
 from sgps.training.methods.subgoal.drawing import TREE_RNGS
 from sgps.training.methods.subgoal.learner import CODE_OBJECTIVES, current_spelling
 from sgps.training.methods.subgoal.samples import SEGMENTATIONS, SUBGOAL_TARGETS
+from sgps.training.recipes import RECIPE_CHOICES
 
 #: Caps on network sizes: far above any useful value, low enough to fail here, not in the allocator.
 MAX_WIDTH = 4096  # channels, hidden units, code dimension
@@ -124,6 +125,7 @@ RULES: dict[str, dict[str, Any]] = {
         "workers": _integer(0, 1024, " (0: one per core)"),
         "evaluator": _choice(EVALUATOR_PLACES),
         "tensorboard": Annotated[str, Field(strict=True, description='a folder for TensorBoard events ("": none)')],
+        "recipe": _choice(RECIPE_CHOICES),
     },
     "network": {"channels": WIDTH, "blocks": BLOCKS, "batch_norm": FLAG},
     "search": {
