@@ -221,8 +221,8 @@ def _add_train_command(commands: Any) -> None:
     train_cmd.add_argument("--preset", choices=("tiny", "cpu", "paper"), help="default: cpu")
     train_cmd.add_argument(
         "--recipe", choices=RECIPE_CHOICES,
-        help="hard: budget 16,000 and a solution memory of 32 from the first batch; paper: the paper's loop; "
-        "default auto: hard on levels generated as a hard variant, else paper",
+        help="hard: budget 16,000 and a solution memory of 32 from the first batch; memory: the memory alone; "
+        "paper: the paper's loop; default auto: hard on levels generated as hard BoulderDash, else paper",
     )  # fmt: skip
     train_cmd.add_argument("--seed", type=_int, help="run seed")
     train_cmd.add_argument("--device", choices=("cpu", "cuda", "auto"), help="default: auto")

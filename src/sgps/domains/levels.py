@@ -44,7 +44,7 @@ _INTEGER = re.compile(r"-?[0-9]+")  # ASCII digits only: int() would also take '
 #: holds; Python refuses to convert more than 4,300 digits at all.
 MAX_FIELD_DIGITS = 19
 
-#: The lines `generated_variant` reads for a header before giving up (comments may come first).
+#: The lines `generated_set` reads for a header before giving up (comments may come first).
 MAX_LEADING_COMMENTS = 64
 
 #: The most characters of a header field's JSON value (``params={...}``): a generator's few settings.
@@ -186,19 +186,21 @@ def read_levels(path: str | Path, domain: str | Domain[Any] | None = None) -> Le
     return LevelSet(wanted, levels, metadata)
 
 
-def generated_variant(path: str | Path) -> str | None:
-    """The generator variant that the sgps header of a level set's first file names (``variant=``).
+def generated_set(path: str | Path) -> tuple[str, str] | None:
+    """The set a level file was generated as: the (domain, generator variant) its sgps header names.
 
-    Read from the file's first lines alone, before the set itself is read: None when the
-    file has no such header, or cannot be read now (`read_levels` then names the problem).
+    Read from the first lines of the set's first file alone, before the set itself is
+    read: None when the file has no header naming both, or cannot be read now
+    (`read_levels` then names the problem).
     """
     try:
         with open_regular(level_files(path)[0], "rb") as handle:
             for raw in itertools.islice(handle, MAX_LEADING_COMMENTS):
                 text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
                 if _HEADER_LINE.match(text):
-                    variant = parse_header(text, Path(path), 1).get("variant")
-                    return variant if isinstance(variant, str) else None
+                    header = parse_header(text, Path(path), 1)
+                    domain, variant = header.get("domain"), header.get("variant")
+                    return (domain, variant) if isinstance(domain, str) and isinstance(variant, str) else None
                 if text.strip() and not text.startswith(";"):
                     return None
     except (OSError, LevelFormatError):

@@ -31,7 +31,7 @@ from typing import Any
 from sgps.domains import domain_names, get_domain, read_levels
 from sgps.domains.base import Domain
 from sgps.domains.generation import MAX_LEVELS, generate_levels, resolve_params
-from sgps.domains.levels import generated_variant
+from sgps.domains.levels import generated_set
 from sgps.errors import ConfigError, SgpsError
 from sgps.training.config import PRESETS, SECTIONS, TrainConfig, read_toml, resolve_config
 from sgps.training.methods.hips import run as hips
@@ -219,11 +219,11 @@ def parse_plan(
                 raise problems.error("hips", f"its generator seeds overlap those of {where}; choose other seeds")
 
     overrides = _overrides(top.table("train", {}))
-    training_variant = train.variant if train.file is None else generated_variant(train.file)
+    training_set = (domain_name, train.variant or "standard") if train.file is None else generated_set(train.file)
     overrides.setdefault("run", {}).setdefault("recipe", PAPER if recorded else AUTO)
     for sections in (overrides, *(own for _, own in variants.values())):
         if "recipe" in sections.get("run", {}):
-            sections["run"]["recipe"] = chosen_recipe(sections["run"]["recipe"], training_variant)
+            sections["run"]["recipe"] = chosen_recipe(sections["run"]["recipe"], training_set)
     if held_out:
         for where, sections in [("train", overrides), *((f"variants.{n}", v[1]) for n, v in variants.items())]:
             if "validation_fraction" in sections.get("run", {}):

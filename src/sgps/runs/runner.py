@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from sgps.domains.levels import generated_variant, read_levels, states_digest
+from sgps.domains.levels import generated_set, read_levels, states_digest
 from sgps.errors import CheckpointError, ConfigError
 from sgps.execution.placement import (
     check_threads,
@@ -108,7 +108,7 @@ def train(
                 "or choose another --out"
             )
         config = resolve_config(preset or "cpu", config_file, overrides, spell, file_keys_apply=True,
-                                variant=generated_variant(problems))  # fmt: skip
+                                generated_as=generated_set(problems))  # fmt: skip
         check_options_apply(config.run.algorithm, given_options(overrides), spell)
     if domain and config.run.domain and domain != config.run.domain:
         raise ConfigError(f"--domain {domain} contradicts run.domain = {config.run.domain!r}")

@@ -68,7 +68,7 @@ class RunSettings:
     evaluator: str = "auto"
     tensorboard: str = ""  # folder for TensorBoard event files ("": none; `sgps.training.tensorboard`)
     #: The training recipe (`sgps.training.recipes`): "auto" (the default) becomes "hard" on levels
-    #: generated as a hard variant and "paper" otherwise; a run's config.toml records the recipe chosen.
+    #: generated as hard BoulderDash and "paper" otherwise; a run's config.toml records the recipe chosen.
     recipe: str = AUTO
 
 
@@ -263,13 +263,13 @@ def resolve_config(
     *,
     document: Mapping[str, Any] | None = None,
     file_keys_apply: bool = False,
-    variant: str | None = None,
+    generated_as: tuple[str, str] | None = None,
 ) -> TrainConfig:
     """Merge a preset, the recipe, an optional TOML file and overrides, then check them against `schema.RULES`.
 
     The recipe (`run.recipe`, `sgps.training.recipes`) is the one the file or the overrides
-    name, "auto" by default, which chooses by `variant`: the generator variant of the
-    training levels (their header's; None for levels sgps did not generate). Its settings
+    name, "auto" by default, which chooses by `generated_as`: the (domain, generator
+    variant) the training levels were generated as (their header's; None when unknown). Its settings
     replace the preset's and give way to the file's and the overrides'; the configuration
     records the recipe chosen, never "auto".
     `document`: the file's content when the caller has read it already (it is not read again).
@@ -308,7 +308,7 @@ def resolve_config(
                     by = f" (given as {spell(given[0])})" if spell and layer is overrides and given else ""
                     raise ConfigError(f"{origin}: {error}{by}") from None
                 origins[f"{section}.{key}"] = origin
-    recipe = chosen_recipe(values["run"].get("recipe", AUTO), variant)
+    recipe = chosen_recipe(values["run"].get("recipe", AUTO), generated_as)
     for section, entries in RECIPES[recipe].items():
         for key, value in entries.items():
             if f"{section}.{key}" not in origins:  # the file's and the command line's values win
