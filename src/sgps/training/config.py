@@ -67,8 +67,9 @@ class RunSettings:
     #: (a model copy on the CPU in each worker), or "auto" (shared on a GPU, copies on a CPU).
     evaluator: str = "auto"
     tensorboard: str = ""  # folder for TensorBoard event files ("": none; `sgps.training.tensorboard`)
-    #: The training recipe (`sgps.training.recipes`): "auto" (the default) becomes "hard" on levels
-    #: generated as hard BoulderDash and "paper" otherwise; a run's config.toml records the recipe chosen.
+    #: The training recipe (`sgps.training.recipes`): "auto" (the default) becomes the recipe measured
+    #: fastest on the set the levels were generated as (`AUTO_RECIPES`), "paper" on others; a run's
+    #: config.toml records the recipe chosen.
     recipe: str = AUTO
 
 
