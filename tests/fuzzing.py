@@ -529,7 +529,7 @@ def api_cases(space: Workspace) -> list[Case]:
         "max_iterations": "2", "time_limit": "1", "max_expansions": "1000", "failed_trees": "no",
         "codebook_size": 2.5, "cluster_level": "1",
         "conditioning": 5, "codebook": 5, "mixture": 5, "levin_plus_one": "yes", "duplicates": 5, "loss": 5,
-        "tensorboard": 5, "threads": "2", "max_batches": 0,
+        "tensorboard": 5, "threads": "2", "max_batches": 0, "recipe": 5,
     }  # fmt: skip
     cases = []
     for name, value in train_args.items():

@@ -194,18 +194,25 @@ def generated_set(path: str | Path) -> tuple[str, str] | None:
     (`read_levels` then names the problem).
     """
     try:
-        with open_regular(level_files(path)[0], "rb") as handle:
-            for raw in itertools.islice(handle, MAX_LEADING_COMMENTS):
-                text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
-                if _HEADER_LINE.match(text):
-                    header = parse_header(text, Path(path), 1)
-                    domain, variant = header.get("domain"), header.get("variant")
-                    return (domain, variant) if isinstance(domain, str) and isinstance(variant, str) else None
-                if text.strip() and not text.startswith(";"):
-                    return None
+        first = level_files(path)[0]
+        with open_regular(first, "rb") as handle:
+            lines = [raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
+                     for raw in itertools.islice(handle, MAX_LEADING_COMMENTS)]  # fmt: skip
+        header = _leading_header(lines, first)
     except (OSError, LevelFormatError):
         return None
-    return None
+    domain, variant = header.get("domain"), header.get("variant")
+    return (domain, variant) if isinstance(domain, str) and isinstance(variant, str) else None
+
+
+def _leading_header(lines: Iterable[str], path: Path) -> dict[str, Any]:
+    """The fields of the ``; sgps ...`` header among the comment lines before a file's first level ({}: none)."""
+    for number, text in enumerate(lines, start=1):
+        if _HEADER_LINE.match(text):
+            return parse_header(text, path, number)
+        if text.strip() and not text.startswith(";"):
+            break
+    return {}
 
 
 def level_files(path: str | Path) -> list[Path]:
@@ -246,13 +253,7 @@ def _read_text(path: Path) -> list[str]:
 
 def _read_file(path: Path, wanted: Domain[Any] | None) -> tuple[list[Level], Domain[Any], dict[str, Any]]:
     lines = _read_text(path)
-    header: dict[str, Any] = {}
-    for number, text in enumerate(lines, start=1):
-        if _HEADER_LINE.match(text):
-            header = parse_header(text, path, number)
-            break
-        if text.strip() and not text.startswith(";"):
-            break
+    header = _leading_header(lines, path)
     content = [(n, t) for n, t in enumerate(lines, start=1) if t.strip() and not t.startswith(";")]
     if not content:
         raise LevelFormatError("the file holds no levels", path)
