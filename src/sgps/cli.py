@@ -222,7 +222,7 @@ def _add_train_command(commands: Any) -> None:
     train_cmd.add_argument(
         "--recipe", choices=RECIPE_CHOICES,
         help="hard: budget 16,000 and a solution memory of 32 from the first batch; memory: the memory alone; "
-        "paper: the paper's loop; default auto: hard on levels generated as hard BoulderDash, else paper",
+        "paper: the paper's loop; default auto: hard on generated hard BoulderDash, memory on hard TSP, else paper",
     )  # fmt: skip
     train_cmd.add_argument("--seed", type=_int, help="run seed")
     train_cmd.add_argument("--device", choices=("cpu", "cuda", "auto"), help="default: auto")

@@ -62,7 +62,7 @@ def chosen_recipe(name: str, generated_as: tuple[str, str] | None) -> str:
 
 
 def describe_recipe(name: str) -> str:
-    """One line saying what the recipe `name` sets, for a run's log and its first message."""
+    """One line saying what the recipe `name` sets, for the run's log."""
     settings = ", ".join(f"{section}.{key} = {value!r}" for section, entries in RECIPES[name].items()
                          for key, value in entries.items())  # fmt: skip
     if not settings:
