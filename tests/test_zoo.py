@@ -17,7 +17,7 @@ from sgps.zoo import available, locate
 from sgps.zoo.build import CardLevels, build_model
 from sgps.zoo.cards import CARD, MODELS, read_card
 
-SHIPPED = ("hard-boulderdash", "hard-tsp-8")
+SHIPPED = ("hard-boulderdash", "hard-tsp", "hard-tsp-8")
 
 
 def _generate(tmp_path: Path, name: str, *args: str) -> Path:
@@ -54,6 +54,14 @@ def test_hard_boulderdash_solves_the_first_five_official_hard_test_levels_within
     assert all(outcome.expansions <= 4000 for outcome in outcomes)
 
 
+def test_hard_tsp_solves_the_first_five_comparison_test_levels_within_2000_expansions(tmp_path):
+    """The 6-city model on the hard TSP comparison's test levels (seed 100000), which its card reports."""
+    levels = _generate(tmp_path, "official", "tsp", "--variant", "hard", "--seed", "100000", "--count", "5")
+    outcomes = sgps.load("hard-tsp").solve_many(levels, budget=2000)
+    assert [outcome.solved for outcome in outcomes] == [True] * 5
+    assert all(outcome.expansions <= 2000 for outcome in outcomes)
+
+
 def test_solve_with_a_model_by_name_and_a_gif(tmp_path, capsys):
     level = _generate(tmp_path, "level", "tsp", "--variant", "hard", "--param", "cities=8", "--seed", "100000",
                       "--count", "1")  # fmt: skip
@@ -86,12 +94,12 @@ def test_a_model_name_is_taken_where_a_run_folder_is_and_nothing_is_written_into
 def test_an_unknown_name_is_refused_with_the_list_of_models(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=r"no-such-model: no such run folder or model \(models: hard-boulderdash, "
-                       "hard-tsp-8"):  # fmt: skip
+                       "hard-tsp, hard-tsp-8"):  # fmt: skip
         sgps.load("no-such-model")
     level = _generate(tmp_path, "level", "tsp", "--count", "1")
     assert main(["solve", str(level), "--model", "no-such-model"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "models: hard-boulderdash, hard-tsp-8" in err
+    assert err.count("\n") == 1 and "models: hard-boulderdash, hard-tsp, hard-tsp-8" in err
     assert main(["test", "no-such-model", "--problems", str(level)]) == 2
     assert main(["models", "no-such-model"]) == 2
 
