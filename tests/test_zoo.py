@@ -44,22 +44,18 @@ def test_the_shipped_models_are_listed_one_line_each_with_their_test(capsys):
     assert "boulderdash, variant hard, 14x14 cells" in described and "files match their checksums" in described
 
 
-def test_hard_boulderdash_solves_the_first_five_official_hard_test_levels_within_4000_expansions(tmp_path):
-    """The paper's hard test levels are the hard generator's from seed 40000; no training happens here."""
-    levels = _generate(tmp_path, "official", "boulderdash", "--variant", "hard", "--seed", "40000", "--count", "5")
-    searcher = sgps.load("hard-boulderdash")
-    assert "hard-boulderdash" in searcher.weights_used and searcher.algorithm == "phs-sg"
-    outcomes = searcher.solve_many(levels, budget=4000)
+@pytest.mark.parametrize(("model", "levels", "budget"), [
+    ("hard-boulderdash", ("boulderdash", "--variant", "hard", "--seed", "40000"), 4000),  # the paper's hard test set
+    ("hard-tsp", ("tsp", "--variant", "hard", "--seed", "100000"), 2000),  # the hard TSP comparison's test set
+])  # fmt: skip
+def test_a_shipped_model_solves_the_first_five_levels_of_its_official_test_within_its_first_budget(
+        tmp_path, model, levels, budget):  # fmt: skip
+    """The levels the card's official test reports (the first 5); no training happens here."""
+    searcher = sgps.load(model)
+    assert model in searcher.weights_used and searcher.algorithm == "phs-sg"
+    outcomes = searcher.solve_many(_generate(tmp_path, "official", *levels, "--count", "5"), budget=budget)
     assert [outcome.solved for outcome in outcomes] == [True] * 5
-    assert all(outcome.expansions <= 4000 for outcome in outcomes)
-
-
-def test_hard_tsp_solves_the_first_five_comparison_test_levels_within_2000_expansions(tmp_path):
-    """The 6-city model on the hard TSP comparison's test levels (seed 100000), which its card reports."""
-    levels = _generate(tmp_path, "official", "tsp", "--variant", "hard", "--seed", "100000", "--count", "5")
-    outcomes = sgps.load("hard-tsp").solve_many(levels, budget=2000)
-    assert [outcome.solved for outcome in outcomes] == [True] * 5
-    assert all(outcome.expansions <= 2000 for outcome in outcomes)
+    assert all(outcome.expansions <= budget for outcome in outcomes)
 
 
 def test_solve_with_a_model_by_name_and_a_gif(tmp_path, capsys):
