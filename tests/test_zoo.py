@@ -17,7 +17,7 @@ from sgps.zoo import available, locate
 from sgps.zoo.build import CardLevels, build_model
 from sgps.zoo.cards import CARD, MODELS, read_card
 
-SHIPPED = ("hard-boulderdash", "hard-tsp", "hard-tsp-8")
+SHIPPED = ("hard-boulderdash", "hard-tsp", "hard-tsp-8", "standard-boxworld")
 
 
 def _generate(tmp_path: Path, name: str, *args: str) -> Path:
@@ -47,6 +47,7 @@ def test_the_shipped_models_are_listed_one_line_each_with_their_test(capsys):
 @pytest.mark.parametrize(("model", "levels", "budget"), [
     ("hard-boulderdash", ("boulderdash", "--variant", "hard", "--seed", "40000"), 4000),  # the paper's hard test set
     ("hard-tsp", ("tsp", "--variant", "hard", "--seed", "100000"), 2000),  # the hard TSP comparison's test set
+    ("standard-boxworld", ("boxworld", "--variant", "standard", "--seed", "50000"), 4000),  # the official test set
 ])  # fmt: skip
 def test_a_shipped_model_solves_the_first_five_levels_of_its_official_test_within_its_first_budget(
         tmp_path, model, levels, budget):  # fmt: skip
@@ -90,12 +91,12 @@ def test_a_model_name_is_taken_where_a_run_folder_is_and_nothing_is_written_into
 def test_an_unknown_name_is_refused_with_the_list_of_models(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=r"no-such-model: no such run folder or model \(models: hard-boulderdash, "
-                       "hard-tsp, hard-tsp-8"):  # fmt: skip
+                       "hard-tsp, hard-tsp-8, standard-boxworld"):  # fmt: skip
         sgps.load("no-such-model")
     level = _generate(tmp_path, "level", "tsp", "--count", "1")
     assert main(["solve", str(level), "--model", "no-such-model"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "models: hard-boulderdash, hard-tsp, hard-tsp-8" in err
+    assert err.count("\n") == 1 and "models: hard-boulderdash, hard-tsp, hard-tsp-8, standard-boxworld" in err
     assert main(["test", "no-such-model", "--problems", str(level)]) == 2
     assert main(["models", "no-such-model"]) == 2
 
