@@ -41,7 +41,8 @@ def test_the_shipped_models_are_listed_one_line_each_with_their_test(capsys):
         assert card.sgps_version and card.recipe and card.training["expansions"] > 0
     assert main(["models", "hard-boulderdash"]) == 0
     described = capsys.readouterr().out
-    assert "boulderdash, variant hard, 14x14 cells" in described and "files match their checksums" in described
+    assert "boulderdash, variant hard, observed as 14x14 cells" in described
+    assert "files match their checksums" in described
 
 
 @pytest.mark.parametrize(("model", "levels", "budget"), [
@@ -124,10 +125,10 @@ def test_levels_of_another_domain_or_size_than_the_models_are_refused(tmp_path, 
     assert "boulderdash levels; the model hard-tsp-8 solves tsp levels" in capsys.readouterr().err
     large = _generate(tmp_path, "large", "tsp", "--variant", "large", "--count", "1")
     assert main(["solve", str(large), "--model", "hard-tsp-8"]) == 2
-    assert "levels of 16x16 cells" in capsys.readouterr().err
+    assert "levels observed as 16x16 cells" in capsys.readouterr().err
     assert main(["test", "hard-tsp-8", "--problems", str(large)]) == 2
-    assert "the model hard-tsp-8 was trained on tsp levels of 10x10 cells" in capsys.readouterr().err
-    with pytest.raises(ConfigError, match="was trained on tsp levels of 10x10"):
+    assert "the model hard-tsp-8 was trained on tsp levels observed as 10x10 cells" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="was trained on tsp levels observed as 10x10"):
         sgps.load("hard-tsp-8").solve(large)
 
 

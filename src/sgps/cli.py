@@ -709,7 +709,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     if card is None:
         raise ConfigError(f"{args.name}: not a model name (models: {', '.join(c.name for c in available())})")
     print(f"{card.name} (version {card.version}): {card.summary}")
-    print(f"  levels:   {card.domain}, variant {card.variant}, {card.size} cells")
+    print(f"  levels:   {card.domain}, variant {card.variant}, observed as {card.size} cells")
     print(f"  method:   {card.algorithm}, {card.preset} preset")
     print(f"  recipe:   {card.recipe}")
     training = card.training

@@ -81,7 +81,9 @@ class ModelCard:
 
     @property
     def size(self) -> str:
-        """The level size in words: `14x14`."""
+        """The grid the networks read, in words: `14x14`. It is the level's own size where the domain
+        observes a level cell by cell, larger where its observation adds a border (Box-World's 20x20
+        levels are observed as 22x22)."""
         return f"{self.observation_shape[1]}x{self.observation_shape[2]}"
 
     def one_line(self) -> str:
@@ -105,8 +107,8 @@ class ModelCard:
         if domain != self.domain:
             raise ConfigError(f"{where}: {domain} levels; the model {self.name} solves {self.domain} levels")
         if tuple(shape) != self.observation_shape:
-            raise ConfigError(f"{where}: levels of {shape[1]}x{shape[2]} cells ({shape[0]} channels); the model "
-                              f"{self.name} was trained on {self.domain} levels of {self.size} cells "
+            raise ConfigError(f"{where}: levels observed as {shape[1]}x{shape[2]} cells ({shape[0]} channels); the "
+                              f"model {self.name} was trained on {self.domain} levels observed as {self.size} cells "
                               f"({self.observation_shape[0]} channels)")  # fmt: skip
 
 
