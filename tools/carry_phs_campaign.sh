@@ -20,8 +20,10 @@
 #   2. forked to a budget of 16,000, on to 92,480,000 = after iteration 1, batch 172;
 #   3. forked with a solution memory of 32, on to LIMIT.
 # PHS*(π^SG) was forked after those same batches. Should PHS*(π) solve a problem on the way,
-# its batches cost less and a leg's limit no longer falls after that batch: the script then
-# stops and says so, and the fork is made by hand from the checkpoint after that batch.
+# its batches cost less and the leg's limit falls after a later batch (a solve saves less than
+# a batch, so usually the next one): the script then stops and says where the leg ended, and
+# the fork is made by hand there with the same `sgps fork` command, recorded as that many
+# batches later than PHS*(π^SG)'s.
 # `sgps` is taken from $SGPS if set (e.g. "python -m sgps" with a frozen copy on PYTHONPATH).
 set -euo pipefail
 dir=${1:?DIR holding campaign/}
@@ -42,8 +44,9 @@ leg() {  # RUN PROBLEMS MAX_EXPANSIONS EXPECTED_LAST_BATCH: resume RUN to its li
     local ended
     ended=$(last_batch "$run")
     if [[ "$ended" != "$expected" ]]; then
-        echo "carry_phs_campaign: $run ended after iteration/batch '$ended', not '$expected':" \
-            "PHS*(π) solved a problem on the way; fork it by hand after iteration/batch '$expected'" >&2
+        echo "carry_phs_campaign: $run ended after iteration/batch '$ended', not '$expected' where" \
+            "PHS*(π^SG) was forked: PHS*(π) solved a problem on the way, so its batches cost less;" \
+            "fork it by hand where it ended and record the difference" >&2
         exit 3
     fi
 }
