@@ -12,18 +12,15 @@
 #          forks `campaign-phs-16000` and `campaign-phs-16000-memory` (unpacked from
 #          results/runs/campaign-hard-boulderdash-phs-16000[-memory] on a new machine)
 # WORKERS  search processes (default 1); the split changes no result (docs/training.md)
-# LIMIT    the last leg's expansion limit (default 200000000, PHS*(π^SG)'s)
+# LIMIT    the expansion limit (default 200000000, PHS*(π^SG)'s at its end)
 #
-# The legs, each ended by its expansion limit while PHS*(π) solves nothing (every batch then
-# spends its whole budget):
-#   1. `campaign/runs/phs-s0` under LTS-CM to 76,096,000 = after iteration 1, batch 140;
-#   2. forked to a budget of 16,000, on to 92,480,000 = after iteration 1, batch 172;
-#   3. forked with a solution memory of 32, on to LIMIT.
-# PHS*(π^SG) was forked after those same batches. Should PHS*(π) solve a problem on the way,
-# its batches cost less and the leg's limit falls after a later batch (a solve saves less than
-# a batch, so usually the next one): the script then stops and says where the leg ended, and
-# the fork is made by hand there with the same `sgps fork` command, recorded as that many
-# batches later than PHS*(π^SG)'s.
+# The legs, each stopped after the batch where PHS*(π^SG) was forked (`--max-batches`, counted
+# from the run's last logged batch; a pass is 313 batches: 10,000 problems in batches of 32):
+#   1. `campaign/runs/phs-s0` under LTS-CM to after iteration 1, batch 140 (76,096,000
+#      expansions while it solves nothing: every batch then spends its whole budget);
+#   2. forked to a budget of 16,000, on to after iteration 1, batch 172 (92,480,000);
+#   3. forked with a solution memory of 32, on to LIMIT expansions.
+# Every leg runs with `--max-expansions LIMIT`, so no earlier expansion limit stops it short.
 # `sgps` is taken from $SGPS if set (e.g. "python -m sgps" with a frozen copy on PYTHONPATH).
 set -euo pipefail
 dir=${1:?DIR holding campaign/}
@@ -36,28 +33,35 @@ last_batch() {  # "ITERATION BATCH" of the run folder's last searched batch
     grep -E '^iteration [0-9]+ batch [0-9]+:' "$1/log.txt" | tail -n 1 | sed -E 's/^iteration ([0-9]+) batch ([0-9]+):.*/\1 \2/'
 }
 
-leg() {  # RUN PROBLEMS MAX_EXPANSIONS EXPECTED_LAST_BATCH: resume RUN to its limit, check where it ended
-    local run=$1 problems=$2 max=$3 expected=$4
-    echo "carry_phs_campaign: $run to $max expansions"
-    "${sgps[@]}" train --problems "$problems" --out "$run" --resume --threads 1 --workers "$workers" \
-        --quiet --max-expansions "$max"
-    local ended
-    ended=$(last_batch "$run")
-    if [[ "$ended" != "$expected" ]]; then
-        echo "carry_phs_campaign: $run ended after iteration/batch '$ended', not '$expected' where" \
-            "PHS*(π^SG) was forked: PHS*(π) solved a problem on the way, so its batches cost less;" \
-            "fork it by hand where it ended and record the difference" >&2
+BATCHES_PER_PASS=313
+
+leg() {  # RUN PROBLEMS ITERATION BATCH: resume RUN until it has searched that batch, check where it ended
+    local run=$1 problems=$2 iteration=$3 batch=$4 at_iteration at_batch
+    read -r at_iteration at_batch <<<"$(last_batch "$run")"
+    local left=$(( (iteration - at_iteration) * BATCHES_PER_PASS + batch - at_batch ))
+    if (( left < 0 )); then
+        echo "carry_phs_campaign: $run is past iteration $iteration batch $batch (at $at_iteration $at_batch)" >&2
+        exit 3
+    fi
+    if (( left > 0 )); then
+        echo "carry_phs_campaign: $run, $left batches to iteration $iteration batch $batch"
+        "${sgps[@]}" train --problems "$problems" --out "$run" --resume --threads 1 --workers "$workers" \
+            --quiet --max-expansions "$limit" --max-batches "$left"
+    fi
+    if [[ "$(last_batch "$run")" != "$iteration $batch" ]]; then
+        echo "carry_phs_campaign: $run stopped at iteration/batch '$(last_batch "$run")' before" \
+            "iteration $iteration batch $batch; run this script again to go on" >&2
         exit 3
     fi
 }
 
 if [[ ! -d campaign-phs-16000 ]]; then
-    leg campaign/runs/phs-s0 campaign/problems/train.txt 76096000 "1 140"
+    leg campaign/runs/phs-s0 campaign/problems/train.txt 1 140
     "${sgps[@]}" fork campaign/runs/phs-s0 --problems campaign/problems/train.txt --out campaign-phs-16000 \
         --initial-budget 16000 --checkpoint-every 2
 fi
 if [[ ! -d campaign-phs-16000-memory ]]; then
-    leg campaign-phs-16000 campaign-phs-16000/problems/train.txt 92480000 "1 172"
+    leg campaign-phs-16000 campaign-phs-16000/problems/train.txt 1 172
     "${sgps[@]}" fork campaign-phs-16000 --problems campaign-phs-16000/problems/train.txt \
         --out campaign-phs-16000-memory --solution-memory 32
 fi
