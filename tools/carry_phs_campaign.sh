@@ -15,22 +15,31 @@
 # LIMIT    the expansion limit (default 200000000, PHS*(π^SG)'s at its end)
 #
 # The legs, each stopped after the batch where PHS*(π^SG) was forked (`--max-batches`, counted
-# from the run's last logged batch; a pass is 313 batches: 10,000 problems in batches of 32):
+# from the batch the run's checkpoint holds; a pass is 313 batches: 10,000 problems in batches of 32):
 #   1. `campaign/runs/phs-s0` under LTS-CM to after iteration 1, batch 140 (76,096,000
 #      expansions while it solves nothing: every batch then spends its whole budget);
 #   2. forked to a budget of 16,000, on to after iteration 1, batch 172 (92,480,000);
 #   3. forked with a solution memory of 32, on to LIMIT expansions.
 # Every leg runs with `--max-expansions LIMIT`, so no earlier expansion limit stops it short.
-# `sgps` is taken from $SGPS if set (e.g. "python -m sgps" with a frozen copy on PYTHONPATH).
+# Runs `$PYTHON -m sgps` (PYTHON: default python3; a frozen copy of sgps can come first on PYTHONPATH).
 set -euo pipefail
 dir=${1:?DIR holding campaign/}
 workers=${2:-1}
 limit=${3:-200000000}
-read -r -a sgps <<<"${SGPS:-sgps}"
+py=${PYTHON:-python3}
+sgps=("$py" -m sgps)
 cd "$dir"
 
-last_batch() {  # "ITERATION BATCH" of the run folder's last searched batch
-    grep -E '^iteration [0-9]+ batch [0-9]+:' "$1/log.txt" | tail -n 1 | sed -E 's/^iteration ([0-9]+) batch ([0-9]+):.*/\1 \2/'
+last_batch() {  # "ITERATION BATCH": the last batch the run folder's checkpoint holds (BATCH -1: none of that pass)
+    "$py" - "$1" <<'EOF'
+import sys
+from pathlib import Path
+
+from sgps.runs.trainer_state import read_trainer_state
+
+loop = read_trainer_state(Path(sys.argv[1]) / "checkpoints" / "trainer.pt")["loop"]
+print(loop["iteration"], loop["next_batch"] - 1)
+EOF
 }
 
 BATCHES_PER_PASS=313
