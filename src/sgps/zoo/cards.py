@@ -89,7 +89,8 @@ class ModelCard:
     def one_line(self) -> str:
         """`sgps models`'s line: name, domain, method, and the first test's result."""
         test = f"; {self.tests[0].name} test: {self.tests[0].line()}" if self.tests else ""
-        return f"{self.name} (v{self.version}): {self.domain} {self.variant} {self.size}, {self.algorithm}{test}"
+        levels = f"{self.domain} {self.variant}, observed as {self.size}"
+        return f"{self.name} (v{self.version}): {levels}, {self.algorithm}{test}"
 
     def check_files(self) -> None:
         """Refuse a model whose files do not match the card's digests (a damaged or replaced file)."""
