@@ -73,6 +73,18 @@ def test_a_level_can_be_a_file_and_index_a_level_or_a_state(readme_run, searcher
     assert by_file.generated >= by_file.expansions > 0 and by_file.seconds > 0
 
 
+def test_solve_many_searches_as_many_levels_at_once_as_fit_and_finds_the_same(readme_run, searcher, monkeypatch):
+    levels = read_levels(readme_run[0] / "test.txt").states()[:5]
+    together = [found(outcome) for outcome in searcher.solve_many(levels, budget=2000)]
+    budgets, groups = [], []
+    search_lockstep = sgps.api.search_lockstep
+    monkeypatch.setattr(sgps.api, "concurrent_searches", lambda budget: budgets.append(budget) or 2)
+    monkeypatch.setattr(sgps.api, "search_lockstep", lambda domain, roots, *args, **kwargs:
+                        groups.append(len(roots)) or search_lockstep(domain, roots, *args, **kwargs))  # fmt: skip
+    assert [found(outcome) for outcome in searcher.solve_many(levels, budget=2000)] == together
+    assert budgets == [2000] and groups == [2, 2, 1]
+
+
 def test_other_algorithms_and_budgets(readme_run, searcher):
     level = readme_run[0] / "test.txt"
     levin = searcher.solve(level, index=1, budget=4000, algorithm="levin")

@@ -16,6 +16,7 @@ import pytest
 from sgps.domains import get_domain
 from sgps.domains.generation import generate_levels
 from sgps.experiments.runstate import journalled_attempts
+from sgps.runs.memory import concurrent_searches
 from sgps.runs.testing import TEST_COLUMNS, attempt_fault, attempt_identity, fault_in_test_record, run_test
 from sgps.search import make_algorithm
 from sgps.search.evaluators import DomainHeuristic
@@ -37,6 +38,7 @@ class CountingHeuristic(DomainHeuristic):
 
     def __call__(self, states):
         self.calls += 1
+        self.largest = max(getattr(self, "largest", 0), len(states))
         if self.calls == self.stop_at:
             raise KilledError
         return super().__call__(states)
@@ -60,9 +62,9 @@ def record(path) -> list[dict[str, str]]:
         return [{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(handle)]
 
 
-def run(tsp, levels, csv_path, identity, heuristic):
+def run(tsp, levels, csv_path, identity, heuristic, at_once=concurrent_searches):
     return run_test(tsp, levels, make_algorithm("gbfs"), heuristic, budget=BUDGET, rounds=ROUNDS, csv_path=csv_path,
-                    identity=identity)  # fmt: skip
+                    identity=identity, at_once=at_once)  # fmt: skip
 
 
 def test_an_interrupted_test_resumes_into_the_record_of_an_uninterrupted_one(tmp_path, setting):
@@ -89,6 +91,33 @@ def test_an_interrupted_test_resumes_into_the_record_of_an_uninterrupted_one(tmp
     assert record(cut) == rows and resumed == whole
     assert 0 < rest.calls < full_cost.calls  # only the attempts not journalled were searched again
     assert not journal.exists()
+
+
+def test_a_round_searched_a_few_levels_at_a_time_records_what_one_lockstep_does(tmp_path, setting):
+    # The fear: groups that write a result under another level's row, or leave levels out.
+    tsp, levels, identity = setting
+    together = CountingHeuristic(tsp)
+    run(tsp, levels, tmp_path / "together.csv", identity, together)
+    grouped = CountingHeuristic(tsp)
+    run(tsp, levels, tmp_path / "grouped.csv", identity, grouped, at_once=lambda budget: 3)
+    assert record(tmp_path / "grouped.csv") == record(tmp_path / "together.csv")
+    actions = tsp.num_actions
+    assert together.largest > 3 * actions >= grouped.largest  # at most 3 searches asked at once
+
+    cut = tmp_path / "cut.csv"  # interrupted in a group and resumed in groups of another size
+    with pytest.raises(KilledError):
+        run(tsp, levels, cut, identity, CountingHeuristic(tsp, stop_at=grouped.calls // 2), at_once=lambda budget: 3)
+    run(tsp, levels, cut, identity, CountingHeuristic(tsp), at_once=lambda budget: 2)
+    assert record(cut) == record(tmp_path / "together.csv")
+
+
+def test_searches_at_once_are_what_half_the_memory_holds():
+    gib = 1 << 30
+    assert concurrent_searches(512_000, 24 * gib) == 9  # the paper's cap on this 24 GiB machine
+    assert concurrent_searches(4_000, 24 * gib) == 1258
+    assert concurrent_searches(512_000, 1 * gib) == 1  # never fewer than one
+    assert concurrent_searches(512_000, 0) == 1  # memory unknown
+    assert concurrent_searches(1, 24 * gib) >= 100
 
 
 def test_a_journal_of_another_model_or_budget_is_not_resumed(tmp_path, setting):

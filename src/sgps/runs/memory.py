@@ -37,6 +37,10 @@ still lets every preset run: `tiny`, `cpu` and `paper` on every domain need at m
 even with 16 search processes. Calibrated on 2026-11-27 on a 2-core AMD EPYC with 24 GiB:
 a π^SG run of 35 M parameters peaked at 2.13 GiB against 2.49 GiB estimated
 (docs/robustness.md, "Sizes that cannot fit", has the commands and the numbers).
+
+The search trees grow with the budget, so they are not checked before a run but planned as
+it goes: `concurrent_searches` says how many searches of a budget may run at once, and a
+test round (`sgps.runs.testing`) searches its levels that many at a time.
 """
 
 from __future__ import annotations
@@ -75,6 +79,15 @@ INFERENCE_TENSORS = 4
 PROCESS_BYTES = 768 << 20
 #: A search process without its model copy (spawned: an interpreter importing torch and sgps).
 SEARCH_PROCESS_BYTES = 384 << 20
+#: Bytes a search tree holds per expansion, to plan how many searches run at once. Measured
+#: 2026-12-04 as the growth of the peak resident memory while PHS*(π) (the hard BoulderDash
+#: campaign's network, `cpu` preset) searched the first official hard test levels unsolved:
+#: 1,281 bytes an expansion at 120,000 expansions (1,133 a generated node, 1.13 generated an
+#: expansion) and 1,398 over three searches of 40,000 (1.30 generated an expansion). Test
+#: searches of hard BoulderDash by π^SG generate up to 2.1 nodes an expansion, so 2.5 KiB.
+TREE_BYTES_PER_EXPANSION = 2560
+#: The share of the machine's memory that the trees of searches running at once may take.
+SEARCH_TREES_SHARE = 0.5
 #: Where Linux says how much memory the machine has, and where a cgroup may say less: its limit
 #: file (v2: memory.max, v1: memory.limit_in_bytes) at the root of a container's cgroup folder,
 #: or in the folder /proc/self/cgroup names.
@@ -149,6 +162,20 @@ def machine_memory() -> int:
     if limits:
         total = min([total, *limits]) if total else min(limits)
     return total
+
+
+def concurrent_searches(budget: int, memory: int | None = None) -> int:
+    """How many searches of up to `budget` expansions may run at once, over all search processes:
+    as many as `TREE_BYTES_PER_EXPANSION` says fit in `SEARCH_TREES_SHARE` of `memory` (default:
+    this machine's, `machine_memory`), and at least one.
+
+    A test round searches its unsolved levels in lockstep; at the paper's cap of 512,000
+    expansions a hard BoulderDash level's tree takes about 650 MB, so the 100 hard test levels
+    of a model that solves none would need about 65 GB at once. With 24 GiB this allows 9."""
+    memory = machine_memory() if memory is None else memory
+    if memory <= 0:
+        return 1
+    return max(1, int(memory * SEARCH_TREES_SHARE) // (max(budget, 1) * TREE_BYTES_PER_EXPANSION))
 
 
 def cgroup_limit_files() -> list[Path]:

@@ -22,6 +22,7 @@ from sgps.domains.animation import checked_trajectory
 from sgps.domains.base import Domain
 from sgps.domains.levels import level_files
 from sgps.fileio import atomic_write_text, file_sha256, open_regular, read_regular_text
+from sgps.runs.memory import concurrent_searches
 from sgps.search.children import ChildGenerator
 from sgps.search.costs import Algorithm
 from sgps.search.drivers import search_lockstep
@@ -408,8 +409,12 @@ def run_test(
     search_batch: Callable[[Sequence[Any], int], list[SearchResult]] | None = None,
     children: ChildGenerator[Any] | None = None,
     progress: TestProgress | None = None,
+    at_once: Callable[[int], int] = concurrent_searches,
 ) -> TestSummary:
-    """Round r searches every still-unsolved problem with budget `budget` * 2^(r-1), in lockstep.
+    """Round r searches every still-unsolved problem with budget `budget` * 2^(r-1), in lockstep,
+    `at_once(budget)` of them at a time (default: as many as their trees fit in half this
+    machine's memory, `sgps.runs.memory.concurrent_searches`; each search's order is its own,
+    so how they are grouped changes no attempt).
 
     `evaluation_batch`: children each search gathers before an evaluation (1: exact order).
 
@@ -446,9 +451,12 @@ def run_test(
         todo = [p for p in unsolved if (round_number, p) not in done]
         if todo:
             record = functools.partial(_record, done, journal, todo, round_number, round_budget, weights, level_set)
-            _search_round(domain, [levels[i] for i in todo], algorithm, evaluator, round_budget, epsilon, search_batch,
-                          children, progress, round_number, record, already=len(unsolved) - len(todo),
-                          total=len(unsolved), evaluation_batch=evaluation_batch)  # fmt: skip
+            group = at_once(round_budget)
+            for start in range(0, len(todo), group):
+                _search_round(domain, [levels[i] for i in todo[start : start + group]], algorithm, evaluator,
+                              round_budget, epsilon, search_batch, children, progress, round_number,
+                              functools.partial(_shifted, record, start), already=len(unsolved) - len(todo) + start,
+                              total=len(unsolved), evaluation_batch=evaluation_batch)  # fmt: skip
         rows += [done[(round_number, p)] for p in unsolved]
         unsolved = [p for p in unsolved if done[(round_number, p)][2] == "0"]
     if csv_path is not None:
@@ -478,6 +486,11 @@ def _record(
     done[(round_number, problems[index])] = row
     if journal is not None:
         journal.append(row)
+
+
+def _shifted(record: Callable[[int, SearchResult], None], offset: int, index: int, result: SearchResult) -> None:
+    """`record` the result of the search at `index` of a group that starts at `offset` of the round."""
+    record(offset + index, result)
 
 
 def _search_round(
