@@ -12,7 +12,9 @@
 #          forks `campaign-phs-16000` and `campaign-phs-16000-memory` (unpacked from
 #          results/runs/campaign-hard-boulderdash-phs-16000[-memory] on a new machine)
 # WORKERS  search processes (default 1); the split changes no result (docs/training.md)
-# LIMIT    the expansion limit (default 200000000, PHS*(π^SG)'s at its end)
+# LIMIT    the expansion limit (default 132028313: PHS*(π^SG) passed 90% of its 10,000 in the batch
+#          that ended there, so PHS*(π) stops after the batch that reaches as many; the comparison
+#          is decided at equal expansions, and the final weights are tested from there)
 #
 # The legs, each stopped after the batch where PHS*(π^SG) was forked (`--max-batches`, counted
 # from the batch the run's checkpoint holds; a pass is 313 batches: 10,000 problems in batches of 32):
@@ -25,7 +27,7 @@
 set -euo pipefail
 dir=${1:?DIR holding campaign/}
 workers=${2:-1}
-limit=${3:-200000000}
+limit=${3:-132028313}
 py=${PYTHON:-python3}
 sgps=("$py" -m sgps)
 cd "$dir"
