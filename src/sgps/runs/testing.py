@@ -450,13 +450,15 @@ def run_test(
         round_budget = budget * 2 ** (round_number - 1)
         todo = [p for p in unsolved if (round_number, p) not in done]
         if todo:
-            record = functools.partial(_record, done, journal, todo, round_number, round_budget, weights, level_set)
-            group = at_once(round_budget)
-            for start in range(0, len(todo), group):
-                _search_round(domain, [levels[i] for i in todo[start : start + group]], algorithm, evaluator,
-                              round_budget, epsilon, search_batch, children, progress, round_number,
-                              functools.partial(_shifted, record, start), already=len(unsolved) - len(todo) + start,
-                              total=len(unsolved), evaluation_batch=evaluation_batch)  # fmt: skip
+            size = at_once(round_budget)
+            for start in range(0, len(todo), size):
+                group = todo[start : start + size]
+                record = functools.partial(_record, done, journal, group, round_number, round_budget, weights,
+                                           level_set)  # fmt: skip
+                _search_round(domain, [levels[i] for i in group], algorithm, evaluator, round_budget, epsilon,
+                              search_batch, children, progress, round_number, record,
+                              already=len(unsolved) - len(todo) + start, total=len(unsolved),
+                              evaluation_batch=evaluation_batch)  # fmt: skip
         rows += [done[(round_number, p)] for p in unsolved]
         unsolved = [p for p in unsolved if done[(round_number, p)][2] == "0"]
     if csv_path is not None:
@@ -486,11 +488,6 @@ def _record(
     done[(round_number, problems[index])] = row
     if journal is not None:
         journal.append(row)
-
-
-def _shifted(record: Callable[[int, SearchResult], None], offset: int, index: int, result: SearchResult) -> None:
-    """`record` the result of the search at `index` of a group that starts at `offset` of the round."""
-    record(offset + index, result)
 
 
 def _search_round(
