@@ -338,11 +338,15 @@ def test_a_tiny_seeded_run_trains_every_component_and_solves_small_levels(tmp_pa
     assert [o.expansions for o in together] == [int(first_round[k]["expanded"]) for k in range(4)]
     with pytest.raises(ConfigError, match=r"a hips-eps run searches with its hybrid search \(hips\) only, not phs"):
         searcher.solve(test, algorithm="phs")
-    told: list[tuple[int, int, int, int]] = []
-    runner.test(runs[0], test, budget=300, rounds=2,
-                progress=lambda round_number, budget, finished, *, total: told.append(
-                    (round_number, budget, finished, total)))  # fmt: skip
-    assert told[0] == (1, 300, 0, 4) and told[-1][2] == told[-1][3]  # HIPS-ε's test shows its progress
+    told: list[tuple[str, int, int]] = []
+    runner.test(runs[0], test, budget=300, rounds=2, restart_rounds=True,
+                progress=lambda stage, finished, *, total: told.append((stage, finished, total)))  # fmt: skip
+    assert told[0] == ("round 1 (budget 300)", 0, 4) and told[-1][1] == told[-1][2]  # HIPS-ε's test shows its progress
+    with open(runs[0] / "metrics" / "test-test.csv", newline="") as handle:
+        afresh = [{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(handle)]
+    runner.test(runs[0], test, budget=300, rounds=2)  # its rounds continued: the same record
+    with open(runs[0] / "metrics" / "test-test.csv", newline="") as handle:
+        assert [{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(handle)] == afresh
 
 
 def test_cli_errors_name_the_problem(tmp_path, tsp, capsys):

@@ -234,12 +234,12 @@ if __name__ == "__main__":  # spawned workers import this file as __mp_main__: t
         return real_write(*args, **kwargs)
     rundir.atomic_write_bytes = write
     # `sgps test`: once the round's first attempt is recorded
-    real_record = testing._record
+    real_record = testing._record_rounds
 
     def record(*args, **kwargs):
         real_record(*args, **kwargs)
         fire("test")
-    testing._record = record
+    testing._record_rounds = record
     # `sgps compare`: once a child run has written its first checkpoint
     real_lines = runner.Scheduler._status_lines
 

@@ -16,6 +16,7 @@ from sgps.domains import get_domain, solve
 from sgps.search import (
     BestFirstSearch,
     DomainHeuristic,
+    Edge,
     UniformPolicy,
     astar_cost,
     gbfs_cost,
@@ -294,3 +295,93 @@ def test_lockstep_tells_each_finish_and_searches_as_without_being_watched():
     alone = search_lockstep(domain, levels, make_algorithm("phs"), evaluator, budget=150)
     assert [(r.status, r.expanded, r.actions) for r in watched] == [(r.status, r.expanded, r.actions) for r in alone]
     assert finished == sorted(set(finished)) and finished[-1] == len(levels)  # growing counts, ending at all
+
+
+# -- interim budgets: one search records what each smaller budget returns --------------------
+
+
+class SkewedEdges:
+    """A child generator (HIPS-ε's kind of expansion): one primitive edge per action, with
+    SkewedPolicy's probabilities, and a rollout of two steps counted in `domain_steps`."""
+
+    def __init__(self, domain: Any) -> None:
+        self.domain, self.policy = domain, SkewedPolicy(domain)
+
+    def expand(self, state: Any) -> tuple[list[Edge], int]:
+        log_policy, _ = self.policy([state])
+        actions = range(self.domain.num_actions)
+        return [Edge(self.domain.step(state, a), (a,), float(log_policy[0, a])) for a in actions], len(actions) + 2
+
+
+def outcome(result: Any) -> tuple[Any, ...]:
+    """Everything a search returns but its wall time."""
+    return (result.status, result.expanded, result.generated, result.domain_steps, result.actions, result.states,
+            result.solution_log_prob)  # fmt: skip
+
+
+INTERIM_SEARCHES = [  # (algorithm, duplicates, evaluation batch, child generator)
+    ("phs", "eager", 1, False), ("levin", "eager", 1, False), ("phs", "eager", 6, False),
+    ("levin", "lazy", 1, False), ("phs", "lazy", 4, False), ("astar", "eager", 1, False),
+    ("gbfs", "eager", 1, False), ("hips", "eager", 1, True), ("hips", "eager", 3, True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "duplicates", "batch_size", "edges"), INTERIM_SEARCHES)
+@pytest.mark.parametrize("seed", [3, 11])
+def test_a_search_with_interim_budgets_returns_what_each_smaller_budget_returns(
+    name, duplicates, batch_size, edges, seed
+):
+    # The fear: a test round continued from the previous round's tree differs from a fresh search
+    # with the round's budget (one pop too many or too few, the waiting children not counted).
+    domain = get_domain("tsp")
+    level = domain.generate(seed, cities=4)
+    algorithm = make_algorithm(name, duplicates=duplicates)
+    options = {"batch_size": batch_size, "children": SkewedEdges(domain) if edges else None}
+
+    def alone(budget: int | None) -> Any:
+        return run(BestFirstSearch(domain, level, algorithm, budget=budget, **options), SkewedPolicy(domain))
+
+    needed = alone(None)
+    assert needed.solved and needed.expanded >= 8
+    end = needed.expanded
+    for final, interim in [
+        (end + 5, (1, 2, end // 3, end // 2, end - 1, end, end + 1)),  # the last round solves it
+        (end, (1, end // 4, end - 2)),  # no round does
+        (end + 1, (end,)),  # the round just before the solve
+    ]:
+        engine = BestFirstSearch(domain, level, algorithm, budget=final, interim_budgets=interim, **options)
+        continued = run(engine, SkewedPolicy(domain))
+        assert [stop.budget for stop in continued.interim] == [b for b in interim if b <= min(end, final)
+                                                                and not (b == end and algorithm.goal_test_at_expansion)]
+        for budget in (*interim, final):
+            assert outcome(continued.within(budget)) == outcome(alone(budget)), (final, budget)
+
+
+def test_interim_budgets_on_a_level_without_solution_and_their_checks():
+    domain = get_domain("tsp")
+    walled = domain.parse([2, 3, 1, 2, 3, 0, 2, 0])  # two expansions empty the open list
+    algorithm = make_algorithm("levin")
+    continued = run(BestFirstSearch(domain, walled, algorithm, budget=9, interim_budgets=(1, 2)), UniformPolicy(domain))
+    for budget in (1, 2, 3, 9):
+        fresh = search(domain, walled, algorithm, UniformPolicy(domain), budget=budget)
+        assert outcome(continued.within(budget)) == outcome(fresh), budget
+    assert [outcome(r)[:2] for r in map(continued.within, (2, 3))] == [("budget", 2), ("no_solution", 2)]
+    cut = search(domain, domain.generate(3, cities=4), algorithm, UniformPolicy(domain), budget=5)
+    with pytest.raises(ValueError, match="recorded no stop at 4"):
+        cut.within(4)  # not an interim budget: the search never said what it would have returned
+    for interim in [(3, 2), (2, 2), (0, 3), (5,), (7,)]:
+        with pytest.raises(ValueError, match="interim budgets must increase"):
+            BestFirstSearch(domain, walled, algorithm, budget=5, interim_budgets=interim)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), count=st.integers(1, 5), algorithm=st.sampled_from(["levin", "phs", "wastar"]))
+def test_lockstep_searches_with_interim_budgets_equal_fresh_searches(seed, count, algorithm):
+    domain = get_domain("tsp")
+    levels = [domain.generate(seed + k, cities=3) for k in range(count)]
+    budgets = (5, 10, 20, 40)
+    together = search_lockstep(domain, levels, make_algorithm(algorithm), SkewedPolicy(domain), budget=80,
+                               interim_budgets=budgets)  # fmt: skip
+    for budget in (*budgets, 80):
+        fresh = search_lockstep(domain, levels, make_algorithm(algorithm), SkewedPolicy(domain), budget=budget)
+        assert [outcome(r.within(budget)) for r in together] == [outcome(r) for r in fresh]

@@ -147,7 +147,8 @@ def test_a_search_process_that_dies_is_named():
 
 @pytest.mark.parametrize("evaluator", ["per-process", "shared"])
 def test_sgps_test_with_search_processes_writes_the_in_process_record(tmp_path, capsys, evaluator):
-    """`sgps test --workers 2` splits each round over two processes; the record (bar timings) is the same."""
+    """`sgps test --workers 2` splits the searches over two processes; the record (bar timings) is the same,
+    and so it is with the rounds restarted (`--restart-rounds`)."""
     import csv
 
     from sgps.cli import main
@@ -161,10 +162,9 @@ def test_sgps_test_with_search_processes_writes_the_in_process_record(tmp_path, 
     assert main(["train", "--problems", str(train), "--out", str(run), "--preset", "tiny", "--quiet", "--device", "cpu",
                  "--max-iterations", "1", "--evaluator", evaluator]) == 0  # fmt: skip
     records = []
-    for workers in ("1", "2"):
-        assert main(["test", str(run), "--problems", str(test), "--budget", "200", "--rounds", "3",
-                     "--workers", workers]) == 0  # fmt: skip
+    for options in (["--workers", "1"], ["--workers", "2"], ["--workers", "2", "--restart-rounds"]):
+        assert main(["test", str(run), "--problems", str(test), "--budget", "200", "--rounds", "3", *options]) == 0
         with open(run / "metrics" / "test-test.csv", newline="") as handle:
             records.append([{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(handle)])
-    assert records[0] == records[1] and len(records[0]) > 12  # a second round searched the unsolved again
+    assert records[0] == records[1] == records[2] and len(records[0]) > 12  # later rounds tried the unsolved
     assert any(row["solved"] == "1" for row in records[0]) and any(row["solved"] == "0" for row in records[0])

@@ -16,12 +16,12 @@ import pytest
 from sgps.domains import get_domain
 from sgps.domains.generation import generate_levels
 from sgps.experiments.runstate import journalled_attempts
-from sgps.runs.memory import concurrent_searches
+from sgps.runs.memory import concurrent_searches, searches_in_step
 from sgps.runs.testing import TEST_COLUMNS, attempt_fault, attempt_identity, fault_in_test_record, run_test
 from sgps.search import make_algorithm
 from sgps.search.evaluators import DomainHeuristic
 
-SMALL_TSP = {"size": 6, "cities": 3, "walls": True}
+SMALL_TSP = {"size": 6, "cities": 2, "walls": True}
 BUDGET, ROUNDS = 6, 3
 
 
@@ -30,14 +30,16 @@ class KilledError(Exception):
 
 
 class CountingHeuristic(DomainHeuristic):
-    """The domain's heuristic, counting its calls; raises `KilledError` at call `stop_at`."""
+    """The domain's heuristic, counting its calls and the states it evaluated (`evaluated`: the
+    searches' work); raises `KilledError` at call `stop_at`."""
 
     def __init__(self, domain, stop_at: int | None = None) -> None:
         super().__init__(domain)
-        self.calls, self.stop_at = 0, stop_at
+        self.calls, self.evaluated, self.stop_at = 0, 0, stop_at
 
     def __call__(self, states):
         self.calls += 1
+        self.evaluated += len(states)
         self.largest = max(getattr(self, "largest", 0), len(states))
         if self.calls == self.stop_at:
             raise KilledError
@@ -51,7 +53,7 @@ def identity_of(folder, budget: int = BUDGET) -> str:
 @pytest.fixture
 def setting(tmp_path):
     tsp = get_domain("tsp")
-    levels = generate_levels(tsp, SMALL_TSP, 11, 8)
+    levels = generate_levels(tsp, SMALL_TSP, 12, 8)  # solved in rounds 1, 2 and 3, and five never
     for name in ("model.bin", "levels.txt"):
         (tmp_path / name).write_bytes(name.encode())
     return tsp, levels, identity_of(tmp_path)
@@ -62,9 +64,9 @@ def record(path) -> list[dict[str, str]]:
         return [{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(handle)]
 
 
-def run(tsp, levels, csv_path, identity, heuristic, at_once=concurrent_searches):
+def run(tsp, levels, csv_path, identity, heuristic, at_once=concurrent_searches, **options):
     return run_test(tsp, levels, make_algorithm("gbfs"), heuristic, budget=BUDGET, rounds=ROUNDS, csv_path=csv_path,
-                    identity=identity, at_once=at_once)  # fmt: skip
+                    identity=identity, at_once=at_once, **options)  # fmt: skip
 
 
 def test_an_interrupted_test_resumes_into_the_record_of_an_uninterrupted_one(tmp_path, setting):
@@ -89,7 +91,7 @@ def test_an_interrupted_test_resumes_into_the_record_of_an_uninterrupted_one(tmp
     rest = CountingHeuristic(tsp)
     resumed = run(tsp, levels, cut, identity, rest)
     assert record(cut) == rows and resumed == whole
-    assert 0 < rest.calls < full_cost.calls  # only the attempts not journalled were searched again
+    assert 0 < rest.evaluated < full_cost.evaluated  # only the attempts not journalled were searched again
     assert not journal.exists()
 
 
@@ -111,6 +113,39 @@ def test_a_round_searched_a_few_levels_at_a_time_records_what_one_lockstep_does(
     assert record(cut) == record(tmp_path / "together.csv")
 
 
+def test_rounds_continued_in_one_search_a_level_record_what_rounds_searched_afresh_do(tmp_path, setting):
+    # The fear: the cheaper default records another test than the paper's procedure (an attempt
+    # that differs, a round missing or extra for a level solved on the way).
+    tsp, levels, identity = setting
+    told: list[tuple[str, int, int]] = []
+    afresh, continued = CountingHeuristic(tsp), CountingHeuristic(tsp)
+    summary = run(tsp, levels, tmp_path / "afresh.csv", identity, afresh, restart_rounds=True)
+    assert run(tsp, levels, tmp_path / "continued.csv", identity, continued,
+               progress=lambda stage, done, *, total: told.append((stage, done, total))) == summary  # fmt: skip
+    rows = record(tmp_path / "continued.csv")
+    assert rows == record(tmp_path / "afresh.csv")
+    solved_in = [int(row["round"]) for row in rows if row["solved"] == "1"]
+    assert {1, 2, 3} <= set(solved_in) and any(row["round"] == "3" and row["solved"] == "0" for row in rows)
+    assert continued.evaluated < afresh.evaluated  # the earlier rounds' trees were not searched again
+    assert told[0] == ("rounds 1-3 (budget 6 to 24, one search a problem)", 0, len(levels))
+    assert told[-1][1:] == (len(levels), len(levels))
+
+
+@pytest.mark.parametrize("cut_restarting", [True, False])
+def test_a_test_interrupted_in_one_mode_resumes_in_the_other(tmp_path, setting, cut_restarting):
+    tsp, levels, identity = setting
+    run(tsp, levels, tmp_path / "whole.csv", identity, CountingHeuristic(tsp), restart_rounds=True)
+    cost = CountingHeuristic(tsp)
+    run(tsp, levels, tmp_path / "again.csv", identity, cost, restart_rounds=cut_restarting)
+    cut = tmp_path / "cut.csv"
+    with pytest.raises(KilledError):
+        run(tsp, levels, cut, identity, CountingHeuristic(tsp, stop_at=cost.calls * 2 // 3),
+            restart_rounds=cut_restarting, at_once=lambda budget: 2)  # fmt: skip
+    assert len((tmp_path / "cut.csv.partial").read_text().splitlines()) > 3  # attempts were journalled
+    run(tsp, levels, cut, identity, CountingHeuristic(tsp), restart_rounds=not cut_restarting)
+    assert record(cut) == record(tmp_path / "whole.csv")
+
+
 def test_searches_at_once_are_what_half_the_memory_holds():
     gib = 1 << 30
     assert concurrent_searches(512_000, 24 * gib) == 9  # the paper's cap on this 24 GiB machine
@@ -118,13 +153,14 @@ def test_searches_at_once_are_what_half_the_memory_holds():
     assert concurrent_searches(512_000, 1 * gib) == 1  # never fewer than one
     assert concurrent_searches(512_000, 0) == 1  # memory unknown
     assert concurrent_searches(1, 24 * gib) >= 100
+    assert [searches_in_step(workers, 512_000, 24 * gib) for workers in (1, 2, 4, 9, 16)] == [9, 8, 8, 9, 9]
 
 
 def test_a_journal_of_another_model_or_budget_is_not_resumed(tmp_path, setting):
     tsp, levels, identity = setting
     cut = tmp_path / "cut.csv"
     with pytest.raises(KilledError):
-        run(tsp, levels, cut, identity, CountingHeuristic(tsp, stop_at=40))
+        run(tsp, levels, cut, identity, CountingHeuristic(tsp, stop_at=15))
     (tmp_path / "model.bin").write_bytes(b"another model")
     other = identity_of(tmp_path)
     assert other != identity and other != identity_of(tmp_path, budget=BUDGET * 2)
@@ -132,14 +168,14 @@ def test_a_journal_of_another_model_or_budget_is_not_resumed(tmp_path, setting):
     run(tsp, levels, tmp_path / "whole.csv", other, full_cost)
     fresh = CountingHeuristic(tsp)
     run(tsp, levels, cut, other, fresh)
-    assert fresh.calls == full_cost.calls  # everything searched again
+    assert fresh.evaluated == full_cost.evaluated  # everything searched again
     assert record(cut) == record(tmp_path / "whole.csv")
 
 
 def test_without_an_identity_nothing_is_journalled(tmp_path, setting):
     tsp, levels, _ = setting
     with pytest.raises(KilledError):
-        run(tsp, levels, tmp_path / "cut.csv", None, CountingHeuristic(tsp, stop_at=40))
+        run(tsp, levels, tmp_path / "cut.csv", None, CountingHeuristic(tsp, stop_at=15))
     assert list(tmp_path.glob("cut.csv*")) == []
     assert np.isfinite(run(tsp, levels, None, None, CountingHeuristic(tsp)).total_expansions)
 
@@ -149,7 +185,7 @@ def test_a_comparison_shows_how_many_attempts_an_unfinished_test_has_journalled(
     (tmp_path / "run" / "metrics").mkdir(parents=True)
     assert journalled_attempts(tmp_path / "run", "test") == 0
     with pytest.raises(KilledError):
-        run(tsp, levels, tmp_path / "run" / "metrics" / "test-test.csv", identity, CountingHeuristic(tsp, stop_at=40))
+        run(tsp, levels, tmp_path / "run" / "metrics" / "test-test.csv", identity, CountingHeuristic(tsp, stop_at=15))
     rows = (tmp_path / "run" / "metrics" / "test-test.csv.partial").read_text().splitlines()[2:]
     assert journalled_attempts(tmp_path / "run", "test") == len(rows) > 0
 
@@ -167,12 +203,12 @@ def interrupted_journal(tmp_path, setting) -> tuple[list[dict[str, str]], Path, 
 
 
 def resumed_calls(tmp_path, setting, lines: list[str]) -> tuple[int, list[dict[str, str]]]:
-    """Write `lines` as the journal, resume the test: the heuristic's calls and the record it writes."""
+    """Write `lines` as the journal, resume the test: the states it evaluated and the record it writes."""
     tsp, levels, identity = setting
     (tmp_path / "cut.csv.partial").write_text("\n".join(lines) + "\n")
     rest = CountingHeuristic(tsp)
     run(tsp, levels, tmp_path / "cut.csv", identity, rest)
-    return rest.calls, record(tmp_path / "cut.csv")
+    return rest.evaluated, record(tmp_path / "cut.csv")
 
 
 def edited(line: str, column: str, value: str) -> str:

@@ -309,6 +309,11 @@ def _add_test_command(commands: Any) -> None:
         "--workers", type=_int, metavar="N",
         help="local search processes, each round's problems split between them (default 1: in this process)",
     )  # fmt: skip
+    test_cmd.add_argument(
+        "--restart-rounds", action="store_true",
+        help="search each round afresh, as the paper's procedure (same record; by default each problem's search "
+             "goes on through its rounds, which saves nearly half the expansions of problems no round solves)",
+    )  # fmt: skip
     _add_executor_options(test_cmd, "where the searches run: this process (default) or one Ray actor per CPU")
     test_cmd.add_argument("--quiet", action="store_true", help="no progress bar (there is one only on a terminal)")
 
@@ -866,15 +871,16 @@ def cmd_test(args: argparse.Namespace) -> int:
         print(f"testing {folder} with {describe_weights(folder, args.checkpoint)}")
     with tqdm(unit="search", leave=False, disable=_bar_off(args.quiet), delay=1.0) as bar:  # after a second
 
-        def progress(round_number: int, budget: int, finished: int, *, total: int) -> None:
-            if finished == 0:  # a round starts
+        def progress(stage: str, finished: int, *, total: int) -> None:
+            if finished == 0:  # a stage starts
                 bar.reset(total=total)
-                bar.set_description(f"test round {round_number} (budget {budget:,})", refresh=False)
+                bar.set_description(f"test {stage}", refresh=False)
             bar.update(finished - bar.n)  # throttled by tqdm, and shown only after its delay
 
         summary = runner.test(run, args.problems, budget=args.budget, rounds=args.rounds,
                               checkpoint=args.checkpoint, executor=args.executor, ray_address=args.ray_address,
-                              progress=progress, workers=workers, record=card is None)  # fmt: skip
+                              progress=progress, workers=workers, record=card is None,
+                              restart_rounds=args.restart_rounds)  # fmt: skip
     print(summary.table_row())
     if args.gif is not None:
         limit = GIF_LIMIT if args.gif_limit is None else args.gif_limit

@@ -149,13 +149,16 @@ class SearchWorker:
         batch_size: int = 1,
         test: bool = False,
         drawer: ResultDrawer | None = None,
+        interim_budgets: tuple[int, ...] = (),
     ) -> list[SearchResult]:
         """Search `levels` in lockstep; `test`: with the method's test evaluator (π^SG's test α);
-        `drawer`: applied to the results (the share's part of the batch's drawer)."""
+        `drawer`: applied to the results (the share's part of the batch's drawer); `interim_budgets`:
+        as in `search_lockstep`."""
         self.method.load_model_weights(weights)
         evaluator = self.method.test_evaluator() if test else self.method.evaluator()
         results = search_lockstep(self.domain, levels, self.method.algorithm, evaluator, budget=budget,
-                                  epsilon=epsilon, batch_size=batch_size, record_graph=record_graph)  # fmt: skip
+                                  epsilon=epsilon, batch_size=batch_size, record_graph=record_graph,
+                                  interim_budgets=interim_budgets)  # fmt: skip
         return results if drawer is None else drawer(results)
 
 
@@ -189,10 +192,11 @@ def _start_worker(domain: Domain[Any], example: Any, config: TrainConfig) -> Non
 
 def _search_share(
     weights: SharedWeights, levels: Sequence[Any], budget: int, epsilon: float, record_graph: bool,
-    batch_size: int, test: bool, drawer: ResultDrawer | None,
+    batch_size: int, test: bool, drawer: ResultDrawer | None, interim_budgets: tuple[int, ...],
 ) -> list[SearchResult]:  # fmt: skip
     assert _worker is not None, "the worker process was not initialised"
-    return _worker.search(weights.load(), levels, budget, epsilon, record_graph, batch_size, test, drawer)
+    return _worker.search(weights.load(), levels, budget, epsilon, record_graph, batch_size, test, drawer,
+                          interim_budgets)  # fmt: skip
 
 
 class SharedWeights:
@@ -272,6 +276,7 @@ class SearchPool:
         batch_size: int = 1,
         test: bool = False,
         drawer: ResultDrawer | None = None,
+        interim_budgets: tuple[int, ...] = (),
     ) -> list[SearchResult]:
         """Search `levels` (dealt round-robin to the workers) with `method`'s weights; results in input order."""
         shares = deal(levels, self.workers)
@@ -279,7 +284,7 @@ class SearchPool:
         parts = drawer_parts(drawer, len(shares), self.workers)
         try:
             futures = [self.executor.submit(_search_share, SharedWeights(weights), share, budget, epsilon,
-                                            record_graph, batch_size, test, part)
+                                            record_graph, batch_size, test, part, interim_budgets)
                        for share, part in zip(shares, parts, strict=True)]  # fmt: skip
             return gather([future.result() for future in futures], len(levels))
         except BrokenProcessPool:
@@ -402,12 +407,14 @@ class SharedEvaluatorPool:
         batch_size: int = 1,
         test: bool = False,
         drawer: ResultDrawer | None = None,
+        interim_budgets: tuple[int, ...] = (),
     ) -> list[SearchResult]:
         """Search `levels` (dealt round-robin to the workers) with `method`'s evaluator; results in input order."""
         if self.broken:
             raise RuntimeError("this search pool stopped after an earlier failure; start a new one")
         shares = deal(levels, self.workers)
-        options = {"budget": budget, "epsilon": epsilon, "batch_size": batch_size, "record_graph": record_graph}
+        options = {"budget": budget, "epsilon": epsilon, "batch_size": batch_size, "record_graph": record_graph,
+                   "interim_budgets": interim_budgets}  # fmt: skip
         evaluator = method.test_evaluator() if test else method.evaluator()
         parts = drawer_parts(drawer, len(shares), self.workers)
         try:

@@ -137,6 +137,7 @@ class RaySearchPool:
         batch_size: int = 1,
         test: bool = False,
         drawer: ResultDrawer | None = None,
+        interim_budgets: tuple[int, ...] = (),
     ) -> list[SearchResult]:
         """Search `levels` on the actors with `method`'s weights; results in input order, each problem exactly once."""
         ray = self.ray
@@ -147,7 +148,7 @@ class RaySearchPool:
 
         def submit(share: int, actor: Any) -> None:
             call = actor.search.remote(stored, shares[share], budget, epsilon, record_graph, batch_size, test,
-                                       parts[share])
+                                       parts[share], interim_budgets)
             pending[call] = (share, actor)
 
         for share, actor in enumerate(self.actors[: len(shares)]):

@@ -178,6 +178,14 @@ def concurrent_searches(budget: int, memory: int | None = None) -> int:
     return max(1, int(memory * SEARCH_TREES_SHARE) // (max(budget, 1) * TREE_BYTES_PER_EXPANSION))
 
 
+def searches_in_step(workers: int, budget: int, memory: int | None = None) -> int:
+    """`concurrent_searches` for searches dealt to `workers` search processes: rounded down to a
+    multiple of `workers` where at least that many fit, so that no process idles while the others
+    finish equal shares (a test's unsolved levels all search to the budget)."""
+    fit = concurrent_searches(budget, memory)
+    return fit if fit < workers else fit - fit % workers
+
+
 def cgroup_limit_files() -> list[Path]:
     """The files where a cgroup may limit this process's memory (absent ones included)."""
     files = [CGROUP_ROOT / "memory.max", CGROUP_ROOT / "memory" / "memory.limit_in_bytes"]

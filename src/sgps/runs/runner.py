@@ -29,7 +29,7 @@ from sgps.fileio import atomic_write_text, open_regular
 from sgps.models.checkpoint import weights_digest
 from sgps.models.subgoal import SubgoalModel
 from sgps.outputs import FOLDER, RUN, Output, check_outputs
-from sgps.runs.memory import check_training_memory
+from sgps.runs.memory import check_training_memory, searches_in_step
 from sgps.runs.run import Run
 from sgps.runs.rundir import RUN_FILES, RunDirectory, to_toml
 from sgps.runs.testing import (
@@ -392,8 +392,12 @@ def test(
     progress: TestProgress | None = None,
     workers: int = 1,
     record: bool = True,
+    restart_rounds: bool = False,
 ) -> TestSummary:
     """Test a run's model (best, last or a checkpoint path) with budget doubling over `rounds`.
+
+    Each problem is searched once, through all its rounds, unless `restart_rounds` searches
+    every round afresh: the same record (`run_test`).
 
     `run`: the run folder, or the run a command has opened already (`Run.of`). `record`:
     write the attempts to the run's test record (journalled, so an interrupted test
@@ -446,7 +450,9 @@ def test(
                         epsilon=trained.epsilon, evaluation_batch=trained.evaluation_batch,
                         children=trained.children, csv_path=record_file, identity=identity,
                         weights=weights_digest(model_file), level_set=level_set, search_batch=search_batch,
-                        progress=progress)  # fmt: skip
+                        progress=progress, restart_rounds=restart_rounds,
+                        at_once=functools.partial(searches_in_step, workers if executor == "local" else 1))  # fmt: skip
+
 
 
 def _check_record(record: Path, problems: Path, level_set: str, domain: Any, states: Sequence[Any]) -> None:
@@ -474,11 +480,13 @@ def check_test_request(budget: int, rounds: int, workers: int, executor: str) ->
     check_executor(executor)
 
 
-def _test_round(pool: BatchSearcher, trained: RunSearch, levels: Sequence[Any], budget: int) -> list[SearchResult]:
-    """One round of the test procedure on `pool`, with the trained method's test evaluator."""
+def _test_round(
+    pool: BatchSearcher, trained: RunSearch, levels: Sequence[Any], budget: int, interim_budgets: tuple[int, ...]
+) -> list[SearchResult]:
+    """Searches of the test procedure on `pool`, with the trained method's test evaluator."""
     assert trained.method is not None
     return pool.search(trained.method, levels, budget=budget, epsilon=trained.epsilon, record_graph=False,
-                       batch_size=trained.evaluation_batch, test=True)  # fmt: skip
+                       batch_size=trained.evaluation_batch, test=True, interim_budgets=interim_budgets)  # fmt: skip
 
 
 def subgoals(run: Path | Run, problems: Path, *, index: int = 0, checkpoint: str = "best") -> SubgoalView:

@@ -168,9 +168,10 @@ def _is_duration(text: str) -> bool:
 
 
 class TestProgress(Protocol):
-    """Told, during a test round, how many of its searches have finished."""
+    """Told, during a test, how many of a stage's searches have finished; `stage` names it
+    ("round 2 (budget 8,000)", or the rounds that one search a problem runs through)."""
 
-    def __call__(self, round_number: int, budget: int, finished: int, *, total: int) -> None: ...
+    def __call__(self, stage: str, finished: int, *, total: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -406,15 +407,24 @@ def run_test(
     identity: str | None = None,
     weights: str = "",
     level_set: str = "",
-    search_batch: Callable[[Sequence[Any], int], list[SearchResult]] | None = None,
+    search_batch: SearchBatch | None = None,
     children: ChildGenerator[Any] | None = None,
     progress: TestProgress | None = None,
     at_once: Callable[[int], int] = concurrent_searches,
+    restart_rounds: bool = False,
 ) -> TestSummary:
     """Round r searches every still-unsolved problem with budget `budget` * 2^(r-1), in lockstep,
     `at_once(budget)` of them at a time (default: as many as their trees fit in half this
     machine's memory, `sgps.runs.memory.concurrent_searches`; each search's order is its own,
     so how they are grouped changes no attempt).
+
+    A search with a budget pops exactly the first nodes of the same search with a larger one
+    (the budget only cuts, `sgps.search.engine`), so by default each problem is searched once,
+    with the last round's budget, recording on its way what every earlier round's search
+    would have returned (`SearchResult.within`): the record is the procedure's, attempt for
+    attempt, and a problem no round solves costs the last round's budget instead of nearly
+    twice it. `restart_rounds` searches each round afresh, as the procedure is written (the
+    paper's); its rounds end sooner, which shows the early rounds' results first.
 
     `evaluation_batch`: children each search gathers before an evaluation (1: exact order).
 
@@ -431,34 +441,42 @@ def run_test(
     only if it is an attempt this test would have made, its solution replayed from its
     level; any other is searched again.
 
-    `search_batch(levels, budget)`: where a round's searches run (e.g. Ray actors holding
-    the same model; journalled a round at a time); None searches in this process, in
+    `search_batch(levels, budget, interim_budgets)`: where the searches run (e.g. Ray actors
+    holding the same model; journalled a group at a time); None searches in this process, in
     lockstep with `evaluator`, expanding through `children` when given (HIPS-ε's hybrid
-    children), and tells `progress` (round, budget, searches finished, searches in the
-    round) as searches finish.
+    children), and tells `progress` (the stage, its searches finished and in all) as they finish.
     """
     journal = None
     if csv_path is not None and identity is not None:
         journal = AttemptJournal(journal_path(csv_path), identity)
     keep = functools.partial(_journalled_attempt_holds, domain, levels, budget, rounds, weights, level_set)
     done = {} if journal is None else journal.resume(keep)
+    search = functools.partial(_search_group, domain, algorithm, evaluator, epsilon, evaluation_batch, search_batch,
+                               children, progress)  # fmt: skip
+    budgets = [budget * 2**r for r in range(rounds)]
+    if not restart_rounds:
+        todo = [p for p in range(len(levels)) if not _concluded(done, p, rounds)]
+        stage = _stage(1, budgets) if rounds == 1 else _stage(rounds, budgets, continued=True)
+        size = at_once(budgets[-1])
+        for start in range(0, len(todo), size):
+            group = todo[start : start + size]
+            record = functools.partial(_record_rounds, done, journal, group, budgets, weights, level_set)
+            search([levels[i] for i in group], budgets[-1], tuple(budgets[:-1]), record, stage,
+                   already=start, total=len(todo))  # fmt: skip
     rows: list[list[str]] = []
     unsolved = list(range(len(levels)))
     for round_number in range(1, rounds + 1):
         if not unsolved:
             break
-        round_budget = budget * 2 ** (round_number - 1)
-        todo = [p for p in unsolved if (round_number, p) not in done]
-        if todo:
-            size = at_once(round_budget)
-            for start in range(0, len(todo), size):
-                group = todo[start : start + size]
-                record = functools.partial(_record, done, journal, group, round_number, round_budget, weights,
-                                           level_set)  # fmt: skip
-                _search_round(domain, [levels[i] for i in group], algorithm, evaluator, round_budget, epsilon,
-                              search_batch, children, progress, round_number, record,
-                              already=len(unsolved) - len(todo) + start, total=len(unsolved),
-                              evaluation_batch=evaluation_batch)  # fmt: skip
+        round_budget = budgets[round_number - 1]
+        todo = [p for p in unsolved if (round_number, p) not in done]  # none left when the rounds were continued
+        size = at_once(round_budget)
+        for start in range(0, len(todo), size):
+            group = todo[start : start + size]
+            record = functools.partial(_record_rounds, done, journal, group, [round_budget], weights, level_set,
+                                       first_round=round_number)  # fmt: skip
+            search([levels[i] for i in group], round_budget, (), record, _stage(round_number, budgets),
+                   already=len(unsolved) - len(todo) + start, total=len(unsolved))  # fmt: skip
         rows += [done[(round_number, p)] for p in unsolved]
         unsolved = [p for p in unsolved if done[(round_number, p)][2] == "0"]
     if csv_path is not None:
@@ -472,56 +490,93 @@ def run_test(
     return _summary(len(levels), rows)
 
 
-def _record(
+class SearchBatch(Protocol):
+    """Searches `levels` elsewhere (worker processes, Ray actors) with `budget`, each search also
+    recording the results of `interim_budgets` (`SearchResult.within`); results in input order."""
+
+    def __call__(self, levels: Sequence[Any], budget: int, interim_budgets: tuple[int, ...]) -> list[SearchResult]: ...
+
+
+def _concluded(done: Mapping[tuple[int, int], Sequence[str]], problem: int, rounds: int) -> bool:
+    """Whether the journalled attempts hold every round `problem` takes: up to its solve, or all `rounds`."""
+    for round_number in range(1, rounds + 1):
+        row = done.get((round_number, problem))
+        if row is None:
+            return False
+        if row[2] == "1":
+            return True
+    return True
+
+
+def _stage(round_number: int, budgets: Sequence[int], *, continued: bool = False) -> str:
+    """What the progress display calls a round, or the rounds one continued search a problem runs through."""
+    if continued:
+        return f"rounds 1-{round_number} (budget {budgets[0]:,} to {budgets[-1]:,}, one search a problem)"
+    return f"round {round_number} (budget {budgets[round_number - 1]:,})"
+
+
+def _record_rounds(
     done: dict[tuple[int, int], list[str]],
     journal: AttemptJournal | None,
     problems: Sequence[int],
-    round_number: int,
-    budget: int,
+    budgets: Sequence[int],
     weights: str,
     level_set: str,
     index: int,
     result: SearchResult,
+    *,
+    first_round: int = 1,
 ) -> None:
-    """Keep (and journal) the attempt of `problems[index]` that just finished."""
-    row = _row(round_number, problems[index], budget, weights, level_set, result)
-    done[(round_number, problems[index])] = row
-    if journal is not None:
-        journal.append(row)
+    """Keep (and journal) the attempts of `problems[index]`, whose search just finished: one per
+    budget of `budgets` (rounds `first_round`, ...; the search's own budget is the last) up to
+    the first that solves it, each the result of a search with that budget (`SearchResult.within`).
+    An attempt the journal already held is kept as it was."""
+    problem = problems[index]
+    for round_number, budget in enumerate(budgets, start=first_round):
+        key = (round_number, problem)
+        if key not in done:
+            done[key] = _row(round_number, problem, budget, weights, level_set, result.within(budget))
+            if journal is not None:
+                journal.append(done[key])
+        if done[key][2] == "1":
+            return
 
 
-def _search_round(
+def _search_group(
     domain: Domain[Any],
-    batch: Sequence[Any],
     algorithm: Algorithm,
     evaluator: Evaluator,
-    budget: int,
     epsilon: float,
-    search_batch: Callable[[Sequence[Any], int], list[SearchResult]] | None,
+    evaluation_batch: int,
+    search_batch: SearchBatch | None,
     children: ChildGenerator[Any] | None,
     progress: TestProgress | None,
-    round_number: int,
+    batch: Sequence[Any],
+    budget: int,
+    interim_budgets: tuple[int, ...],
     on_result: Callable[[int, SearchResult], None],
+    stage: str,
     *,
     already: int,
     total: int,
-    evaluation_batch: int = 1,
 ) -> None:
-    """Search `batch` with `budget`, telling `on_result` each result (`already` of the round's `total` were done)."""
+    """Search `batch` with `budget` (and `interim_budgets`), telling `on_result` each result
+    (`already` of the stage's `total` searches were done)."""
     if search_batch is not None:
-        for index, result in enumerate(search_batch(batch, budget)):
+        for index, result in enumerate(search_batch(batch, budget, interim_budgets)):
             on_result(index, result)
         return
     on_finished = None
     if progress is not None:
-        on_finished = functools.partial(_told, progress, round_number, budget, already, total)
+        on_finished = functools.partial(_told, progress, stage, already, total)
         on_finished(0)
     search_lockstep(domain, batch, algorithm, evaluator, budget=budget, epsilon=epsilon, batch_size=evaluation_batch,
-                    children=children, on_finished=on_finished, on_result=on_result)  # fmt: skip
+                    children=children, on_finished=on_finished, on_result=on_result,
+                    interim_budgets=interim_budgets)  # fmt: skip
 
 
-def _told(progress: TestProgress, round_number: int, budget: int, already: int, total: int, finished: int) -> None:
-    progress(round_number, budget, already + finished, total=total)
+def _told(progress: TestProgress, stage: str, already: int, total: int, finished: int) -> None:
+    progress(stage, already + finished, total=total)
 
 
 def _summary(problems: int, rows: Sequence[Sequence[str]]) -> TestSummary:

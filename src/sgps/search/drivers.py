@@ -97,16 +97,18 @@ def search_lockstep(
     children: ChildGenerator[Any] | None = None,
     on_finished: Callable[[int], None] | None = None,
     on_result: Callable[[int, SearchResult], None] | None = None,
+    interim_budgets: tuple[int, ...] = (),
 ) -> list[SearchResult]:
     """Search every root in lockstep (one evaluator batch per round).
 
     `batch_size`: children each search gathers before a round asks for their evaluation
     (1: exact best-first order per search; k > 1: the reference's buffered order).
     `children`: expand through this generator (`sgps.search.children`) instead of one child per action.
-    `on_finished`, `on_result`: as in `run_lockstep`.
+    `on_finished`, `on_result`: as in `run_lockstep`. `interim_budgets`: each search also records
+    the results of these smaller budgets on its way (`BestFirstSearch`, `SearchResult.within`).
     """
     options = {"budget": budget, "epsilon": epsilon, "batch_size": batch_size, "record_graph": record_graph,
-               "children": children}  # fmt: skip
+               "children": children, "interim_budgets": interim_budgets}  # fmt: skip
     searches = [BestFirstSearch(domain, root, algorithm, **options) for root in roots]
     return run_lockstep(searches, evaluator, on_finished, on_result)
 

@@ -23,6 +23,12 @@ Semantics (spec/algorithms.md section 1.4), chosen to match the reference:
   (status "budget") before generating anything, so a solved search used at most
   B - 1 expansions. Children still waiting for evaluation then are counted as
   generated and kept in the graph, as the reference's final flush does.
+- The budget only cuts: no priority depends on it, so a search with budget B pops
+  exactly the first B nodes that a search with a larger budget pops. Given
+  `interim_budgets`, one search records at each of their B-th pops what a search with
+  that budget would have returned (`SearchResult.interim`, `SearchResult.within`), and
+  goes on: the test procedure's doubling rounds then continue one tree instead of
+  starting again (`sgps.runs.testing.run_test`).
 - `generated` counts the root and every evaluated node.
 - Ties in priority are broken by node id (generation order): first in, first out.
 
@@ -63,6 +69,16 @@ Status = Literal["solved", "budget", "no_solution"]
 
 
 @dataclass(frozen=True)
+class InterimStop:
+    """Where a search with a smaller budget would have stopped: at the pop that ends it."""
+
+    budget: int  # the smaller budget (= the nodes it expanded)
+    generated: int  # its `SearchResult.generated`, the children then waiting included
+    domain_steps: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class SearchResult:
     """The outcome of one search."""
 
@@ -78,6 +94,9 @@ class SearchResult:
     #: What the caller drew from the graph where the search ran, the graph then left out (a
     #: training method's draw: `sgps.training.bootstrap.ResultDrawer`).
     draw: Any = None
+    #: The searches with smaller budgets that ended inside this one (`BestFirstSearch`'s
+    #: `interim_budgets` that its pops reached), in increasing budget.
+    interim: tuple[InterimStop, ...] = ()
 
     @property
     def solved(self) -> bool:
@@ -87,6 +106,21 @@ class SearchResult:
     def length(self) -> int | None:
         """The solution cost (= number of actions), when solved."""
         return None if self.actions is None else len(self.actions)
+
+    def within(self, budget: int) -> SearchResult:
+        """The result of the same search with `budget` instead of its own, when this one tells it:
+        `budget` was one of its interim budgets, its own, or one it ended before reaching (its
+        pops all came before the `budget`-th, or that pop found the goal, tested at expansion).
+
+        A stop recorded on the way is a failed search ("budget") that carries no graph."""
+        for stop in self.interim:
+            if stop.budget == budget:
+                return SearchResult("budget", None, None, budget, stop.generated, stop.seconds, None,
+                                    domain_steps=stop.domain_steps)  # fmt: skip
+        if self.expanded < budget or (self.expanded == budget and self.status != "no_solution"):
+            return self
+        raise ValueError(f"this search expanded {self.expanded:,} nodes and recorded no stop at {budget:,}: "
+                         "a smaller budget's result is known only at its interim budgets")  # fmt: skip
 
 
 class BestFirstSearch(Generic[S]):
@@ -103,9 +137,13 @@ class BestFirstSearch(Generic[S]):
         batch_size: int = 1,
         record_graph: bool = False,
         children: ChildGenerator[S] | None = None,
+        interim_budgets: tuple[int, ...] = (),
     ) -> None:
         if budget is not None and budget < 1:
             raise ValueError(f"the expansion budget must be at least 1 (or None), got {budget}")
+        below = budget if budget is not None else float("inf")
+        if list(interim_budgets) != sorted(set(interim_budgets)) or not all(0 < b < below for b in interim_budgets):
+            raise ValueError(f"interim budgets must increase from 1 to below the budget ({budget}): {interim_budgets}")
         if batch_size < 1:
             raise ValueError(f"the evaluation batch size must be at least 1, got {batch_size}")
         if not 0.0 <= epsilon <= 1.0:
@@ -135,6 +173,8 @@ class BestFirstSearch(Generic[S]):
         self._edges = array("i")  # rediscovery edges, flattened pairs
         self._dist = array("i", [0])  # low-level distance from the root, with a child generator
         self._edge_actions: list[tuple[int, ...]] = [()]  # primitive actions into each node, with a generator
+        self._interim_budgets = list(reversed(interim_budgets))  # the next one last
+        self._interim: list[InterimStop] = []
         self._started = time.perf_counter()
         self._result: SearchResult | None = None
         if domain.is_goal(root):
@@ -214,6 +254,8 @@ class BestFirstSearch(Generic[S]):
             self._pending = []
             self._finish("budget")
             return
+        if self._interim_budgets and self.expanded == self._interim_budgets[-1]:
+            self._stop_at_interim_budget()
         if self.children is not None:
             self._expand_edges(node, state, self.children)
             return
@@ -311,6 +353,14 @@ class BestFirstSearch(Generic[S]):
 
     # -- results ----------------------------------------------------------------------
 
+    def _stop_at_interim_budget(self) -> None:
+        """Record what a search with the next interim budget returns at this, its last pop (the
+        children waiting for evaluation counted as generated, as at the budget), and go on."""
+        budget = self._interim_budgets.pop()
+        generated = self.generated + len(self._pending)
+        seconds = time.perf_counter() - self._started
+        self._interim.append(InterimStop(budget, generated, self.domain_steps, seconds))
+
     def _finish(
         self,
         status: Status,
@@ -346,6 +396,7 @@ class BestFirstSearch(Generic[S]):
             log_prob,
             self._graph() if self.record_graph else None,
             self.domain_steps,
+            interim=tuple(self._interim),
         )
 
     def _path(self, last: int | None) -> list[int]:

@@ -194,12 +194,14 @@ class BatchSearcher(Protocol):
     evaluator. The results come back in the order of `levels`. `batch_size` is each
     search's evaluation batch (1: exact order); `test` searches with the method's test
     evaluator (the test procedure uses it; the loop never does); `drawer` is applied to
-    the results where they were searched.
+    the results where they were searched; `interim_budgets`: each search also records the
+    results of these smaller budgets (`SearchResult.within`; the test procedure's rounds).
     """
 
     def search(
         self, method: Method, levels: Sequence[Any], *, budget: int, epsilon: float, record_graph: bool,
         batch_size: int = 1, test: bool = False, drawer: ResultDrawer | None = None,
+        interim_budgets: tuple[int, ...] = (),
     ) -> list[SearchResult]: ...  # fmt: skip
 
 
