@@ -357,6 +357,33 @@ def test_a_search_with_interim_budgets_returns_what_each_smaller_budget_returns(
             assert outcome(continued.within(budget)) == outcome(alone(budget)), (final, budget)
 
 
+def test_a_result_tells_only_the_smaller_budgets_it_knows():
+    domain = get_domain("tsp")
+    level = domain.generate(3, cities=4)
+    found_at_generation = search(domain, level, make_algorithm("phs"), SkewedPolicy(domain))
+    end = found_at_generation.expanded
+    assert outcome(found_at_generation.within(end + 1)) == outcome(search(
+        domain, level, make_algorithm("phs"), SkewedPolicy(domain), budget=end + 1))  # fmt: skip
+    with pytest.raises(ValueError, match=f"recorded no stop at {end}:"):
+        found_at_generation.within(end)  # that search stops at its budget: its goal was to be generated after
+    found_at_pop = search(domain, level, make_algorithm("astar"), SkewedPolicy(domain))
+    assert found_at_pop.goal_at_pop and not found_at_generation.goal_at_pop
+    same_budget = search(domain, level, make_algorithm("astar"), SkewedPolicy(domain), budget=found_at_pop.expanded)
+    assert same_budget.solved and outcome(found_at_pop.within(found_at_pop.expanded)) == outcome(same_budget)
+    cut = search(domain, level, make_algorithm("phs"), SkewedPolicy(domain), budget=3)
+    assert cut.within(3) is cut
+    for unknown in (2, 4, 10):  # neither its own budget nor an interim one: smaller, or larger than its own
+        with pytest.raises(ValueError, match=f"recorded no stop at {unknown}:"):
+            cut.within(unknown)
+    at_goal = search(domain, found_at_generation.states[-1], make_algorithm("phs"), SkewedPolicy(domain), budget=9,
+                     interim_budgets=(1, 4))  # fmt: skip
+    assert at_goal.solved and at_goal.interim == () and at_goal.within(1) is at_goal  # the root is the goal
+    unbounded = run(BestFirstSearch(domain, level, make_algorithm("phs"), interim_budgets=(2, 7)), SkewedPolicy(domain))
+    assert outcome(unbounded) == outcome(found_at_generation)
+    assert [outcome(unbounded.within(b)) for b in (2, 7)] == [
+        outcome(search(domain, level, make_algorithm("phs"), SkewedPolicy(domain), budget=b)) for b in (2, 7)]
+
+
 def test_interim_budgets_on_a_level_without_solution_and_their_checks():
     domain = get_domain("tsp")
     walled = domain.parse([2, 3, 1, 2, 3, 0, 2, 0])  # two expansions empty the open list
@@ -366,9 +393,6 @@ def test_interim_budgets_on_a_level_without_solution_and_their_checks():
         fresh = search(domain, walled, algorithm, UniformPolicy(domain), budget=budget)
         assert outcome(continued.within(budget)) == outcome(fresh), budget
     assert [outcome(r)[:2] for r in map(continued.within, (2, 3))] == [("budget", 2), ("no_solution", 2)]
-    cut = search(domain, domain.generate(3, cities=4), algorithm, UniformPolicy(domain), budget=5)
-    with pytest.raises(ValueError, match="recorded no stop at 4"):
-        cut.within(4)  # not an interim budget: the search never said what it would have returned
     for interim in [(3, 2), (2, 2), (0, 3), (5,), (7,)]:
         with pytest.raises(ValueError, match="interim budgets must increase"):
             BestFirstSearch(domain, walled, algorithm, budget=5, interim_budgets=interim)

@@ -408,7 +408,7 @@ def test(
     evaluator where the run's `run.evaluator` says so, else with a model copy each), each
     round's problems split between them; ``ray`` deals each round's problems to one Ray
     actor per CPU of the cluster at `ray_address` (or of a local instance). Where the
-    searches run does not change the record. `progress`: told as each round's searches
+    searches run does not change the record. `progress`: told as the searches
     finish (`run_test`; in-process searches only).
     """
     check_test_request(budget, rounds, workers, executor)

@@ -34,11 +34,13 @@ def search(
     batch_size: int = 1,
     record_graph: bool = False,
     children: ChildGenerator[Any] | None = None,
+    interim_budgets: tuple[int, ...] = (),
 ) -> SearchResult:
     """One search of `root`: exact best-first order with `batch_size` 1, buffered with k > 1;
-    `children`: expand through this generator (`sgps.search.children`) instead of one child per action."""
+    `children`: expand through this generator (`sgps.search.children`) instead of one child per action;
+    `interim_budgets`: also record the results of these smaller budgets (`SearchResult.within`)."""
     engine = BestFirstSearch(domain, root, algorithm, budget=budget, epsilon=epsilon, batch_size=batch_size,
-                             record_graph=record_graph, children=children)  # fmt: skip
+                             record_graph=record_graph, children=children, interim_budgets=interim_budgets)  # fmt: skip
     return run(engine, evaluator)
 
 

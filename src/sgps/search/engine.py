@@ -97,6 +97,9 @@ class SearchResult:
     #: The searches with smaller budgets that ended inside this one (`BestFirstSearch`'s
     #: `interim_budgets` that its pops reached), in increasing budget.
     interim: tuple[InterimStop, ...] = ()
+    #: Whether its goal was recognised when popped (A*) rather than when generated: then a
+    #: search whose budget is exactly its expansions solves it too.
+    goal_at_pop: bool = False
 
     @property
     def solved(self) -> bool:
@@ -108,19 +111,24 @@ class SearchResult:
         return None if self.actions is None else len(self.actions)
 
     def within(self, budget: int) -> SearchResult:
-        """The result of the same search with `budget` instead of its own, when this one tells it:
-        `budget` was one of its interim budgets, its own, or one it ended before reaching (its
-        pops all came before the `budget`-th, or that pop found the goal, tested at expansion).
+        """The result of the same search with `budget` instead of its own, where this one tells it:
+        at one of its interim budgets, at its own (a search cut by its budget), and at any budget
+        its search ended before reaching (solved or out of nodes before the `budget`-th pop, or
+        solved by that pop itself when goals are tested at expansion). Other budgets raise.
 
         A stop recorded on the way is a failed search ("budget") that carries no graph."""
         for stop in self.interim:
             if stop.budget == budget:
                 return SearchResult("budget", None, None, budget, stop.generated, stop.seconds, None,
                                     domain_steps=stop.domain_steps)  # fmt: skip
-        if self.expanded < budget or (self.expanded == budget and self.status != "no_solution"):
-            return self
-        raise ValueError(f"this search expanded {self.expanded:,} nodes and recorded no stop at {budget:,}: "
-                         "a smaller budget's result is known only at its interim budgets")  # fmt: skip
+        if self.status == "budget":
+            known = self.expanded == budget
+        else:
+            known = self.expanded < budget or (self.expanded == budget and self.solved and self.goal_at_pop)
+        if not known:
+            raise ValueError(f"this search ({self.status}, {self.expanded:,} expansions) recorded no stop at "
+                             f"{budget:,}: what a search with that budget returns is not known from it")  # fmt: skip
+        return self
 
 
 class BestFirstSearch(Generic[S]):
@@ -247,7 +255,7 @@ class BestFirstSearch(Generic[S]):
         domain = self.domain
         state = self._states[node]
         if self.algorithm.goal_test_at_expansion and domain.is_goal(state):
-            self._finish("solved", goal_parent=node)
+            self._finish("solved", goal_parent=node, goal_at_pop=True)
             return
         if self.budget is not None and self.expanded >= self.budget:
             self.generated += len(self._pending)
@@ -369,6 +377,7 @@ class BestFirstSearch(Generic[S]):
         goal_state: S | None = None,
         goal_edge: tuple[int, ...] = (),
         goal_log_prob: float = 0.0,
+        goal_at_pop: bool = False,
     ) -> None:
         states = actions = log_prob = None
         if status == "solved" and self.children is not None:
@@ -397,6 +406,7 @@ class BestFirstSearch(Generic[S]):
             self._graph() if self.record_graph else None,
             self.domain_steps,
             interim=tuple(self._interim),
+            goal_at_pop=goal_at_pop,
         )
 
     def _path(self, last: int | None) -> list[int]:
