@@ -110,7 +110,7 @@ def test_running_compare_again_repeats_no_finished_run(smoke, tmp_path_factory, 
 
 def test_a_finished_run_that_lost_its_trainer_checkpoint_is_never_retrained_over(smoke, tmp_path, capsys):
     out = tmp_path / "lost"
-    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock"))
+    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock", ".*.tmp"))
     run = out / "runs" / "phs-s1"
     (run / "checkpoints" / "trainer.pt").unlink()
     kept = {path: path.read_bytes() for path in run.rglob("*") if path.is_file()}
@@ -123,7 +123,7 @@ def test_a_finished_run_that_lost_its_trainer_checkpoint_is_never_retrained_over
 @pytest.mark.parametrize("damage", [b"\xff\xfe not text", b"[compare\n", b"[problems]\n"])
 def test_a_damaged_compare_toml_is_one_error_line_naming_it(smoke, tmp_path, capsys, damage):
     out = tmp_path / "damaged"
-    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock"))
+    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock", ".*.tmp"))
     (out / "compare.toml").write_bytes(damage)
     runs = {path: path.read_bytes() for path in (out / "runs").rglob("*") if path.is_file()}
     assert main(["compare", str(SMOKE_CONFIG), "--out", str(out), *SMOKE_OPTIONS]) == 2
@@ -134,7 +134,7 @@ def test_a_damaged_compare_toml_is_one_error_line_naming_it(smoke, tmp_path, cap
 
 def test_a_problem_file_edited_after_the_runs_is_named_by_compare_and_report(smoke, tmp_path, capsys):
     out = tmp_path / "edited"
-    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock"))
+    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock", ".*.tmp"))
     digests = (out / "problems" / "digests.json").read_text()
     (out / "problems" / "digests.json").unlink()  # a comparison started before digests were kept
     assert main(["compare", str(SMOKE_CONFIG), "--out", str(out), *SMOKE_OPTIONS]) == 0
@@ -232,7 +232,7 @@ def test_a_changed_config_is_refused_naming_the_changed_keys(smoke, tmp_path, ca
 
 def test_adding_an_algorithm_grows_the_comparison_and_keeps_the_finished_runs(smoke, tmp_path, capsys):
     out = tmp_path / "grown"
-    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock"))
+    shutil.copytree(smoke, out, ignore=shutil.ignore_patterns(".lock", ".*.tmp"))
     finished = {path: path.read_bytes() for path in (out / "runs").rglob("*") if path.is_file()}
     document = smoke_document()
     document["compare"]["algorithms"] = ["phs", "phs-sg", "wastar"]
