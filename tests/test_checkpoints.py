@@ -1,13 +1,22 @@
-"""Checkpoints: round trip, another architecture, corrupted files, atomic writes."""
+"""Checkpoints: round trip, another architecture, corrupted files, atomic writes, weights rounded to ship."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
 
 from sgps.errors import CheckpointError
 from sgps.models import FlatNetwork, FlatNetworkConfig
-from sgps.models.checkpoint import load_checkpoint, save_checkpoint
+from sgps.models.checkpoint import (
+    CHECKSUM_KEY,
+    load_checkpoint,
+    round_checkpoint,
+    save_checkpoint,
+    stored_precision,
+    weights_digest,
+)
 
 
 def network(channels: int = 8, seed: int = 0) -> FlatNetwork:
@@ -94,3 +103,62 @@ def test_bounded_reads_take_what_the_file_holds_in_chunks(tmp_path, monkeypatch)
     assert requested and max(requested) <= checkpoint.READ_CHUNK  # never the 4 GiB bound (ulimit -v)
     with pytest.raises(CheckpointError, match="more than a trainer checkpoint"):
         checkpoint.read_bounded(path, 1000, "trainer checkpoint")
+
+
+def test_weights_rounded_to_bfloat16_load_as_the_rounded_values_in_float32(tmp_path):
+    """Half the bytes; the network gets exactly the rounded weights back, widened to float32, under a
+    checksum of its own (a test of the rounded file is not a test of the float32 one)."""
+    source, rounded = tmp_path / "latest.safetensors", tmp_path / "rounded.safetensors"
+    trained = network(seed=1)
+    save_checkpoint(source, trained, {"iteration": "3"})
+    digest = round_checkpoint(source, rounded)
+    assert rounded.stat().st_size < 0.6 * source.stat().st_size
+    assert digest == weights_digest(rounded) != weights_digest(source)
+    assert (stored_precision(rounded), stored_precision(source)) == ("bfloat16", "float32")
+    loaded = network(seed=2)
+    metadata = load_checkpoint(rounded, loaded)
+    assert metadata["iteration"] == "3"
+    for name, tensor in trained.state_dict().items():
+        got = loaded.state_dict()[name]
+        assert got.dtype == tensor.dtype == torch.float32, name
+        assert torch.equal(got, tensor.to(torch.bfloat16).to(torch.float32)), name
+    assert not all(torch.equal(loaded.state_dict()[n], t) for n, t in trained.state_dict().items())
+
+
+def test_rounding_refuses_rounded_damaged_or_foreign_files_and_leaves_no_target(tmp_path):
+    source, rounded, target = tmp_path / "latest.safetensors", tmp_path / "rounded.safetensors", tmp_path / "t"
+    save_checkpoint(source, network())
+    round_checkpoint(source, rounded)
+    with pytest.raises(CheckpointError, match="already stored as bfloat16"):
+        round_checkpoint(rounded, target)
+    with pytest.raises(CheckpointError, match="can store its weights as bfloat16"):
+        round_checkpoint(source, target, "int8")
+    tensors = load_file(source)
+    damaged = tmp_path / "damaged.safetensors"
+    first = sorted(tensors)[0]
+    save_file({**tensors, first: tensors[first] + 1}, damaged, metadata={CHECKSUM_KEY: weights_digest(source),
+                                                                         "sgps.architecture": "{}"})  # fmt: skip
+    with pytest.raises(CheckpointError, match="damaged"):
+        round_checkpoint(damaged, target)
+    foreign = tmp_path / "foreign.safetensors"
+    save_file(tensors, foreign)
+    with pytest.raises(CheckpointError, match="does not record its architecture"):
+        round_checkpoint(foreign, target)
+    assert not target.exists()
+
+
+def test_a_rounded_file_whose_tensors_were_left_float32_or_names_an_unknown_type_is_refused(tmp_path):
+    source = tmp_path / "latest.safetensors"
+    save_checkpoint(source, network())
+    rounded = tmp_path / "rounded.safetensors"
+    round_checkpoint(source, rounded)
+    with safe_open(str(rounded), "pt") as opened:
+        metadata = opened.metadata()
+    mislabelled = tmp_path / "mislabelled.safetensors"
+    save_file(load_file(source), mislabelled, metadata=metadata)  # says bfloat16, holds float32
+    with pytest.raises(CheckpointError, match=r"is torch\.float32 .* the network needs torch\.bfloat16"):
+        load_checkpoint(mislabelled, network())
+    unknown = tmp_path / "unknown.safetensors"
+    save_file(load_file(rounded), unknown, metadata={**metadata, "sgps.stored_precision": "float8"})
+    with pytest.raises(CheckpointError, match="stores its weights as 'float8'"):
+        load_checkpoint(unknown, network())

@@ -13,6 +13,7 @@ import safetensors.torch
 import sgps
 from sgps.cli import main
 from sgps.errors import CheckpointError, ConfigError
+from sgps.models.checkpoint import round_checkpoint, weights_digest
 from sgps.zoo import available, locate
 from sgps.zoo.build import CardLevels, build_model
 from sgps.zoo.cards import CARD, MODELS, read_card
@@ -174,3 +175,31 @@ def test_a_model_is_made_from_its_runs_own_test_record_of_those_weights(tiny_run
                     tests=[CardLevels("official", test, "4 tsp levels", 2000, 2)], summary=".", recipe=".",
                     training_problems=".", version=1, preset="tiny", root=tmp_path / "zoo")  # fmt: skip
     assert sorted(p.name for p in (tmp_path / "zoo").iterdir()) == ["tiny-tsp"]
+
+
+def test_a_model_shipped_with_weights_rounded_to_bfloat16_is_made_from_the_record_of_the_rounded_weights(
+        tiny_run, tmp_path, capsys):  # fmt: skip
+    """Rounding names other weights: the float32 record does not stand for them; the rounded file's own does,
+    and the card says what the weights are stored as."""
+    trained_run, test, _ = tiny_run
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    weights, rounded = run / "checkpoints" / "latest.safetensors", tmp_path / "rounded.safetensors"
+    round_checkpoint(weights, rounded)
+    card_levels = [CardLevels("official", test, "4 tsp levels", 2000, 2)]
+    words = {"summary": "A tiny model.", "recipe": "tiny preset, one pass", "training_problems": "24 tsp levels",
+             "version": 1, "preset": "tiny", "root": tmp_path / "zoo"}  # fmt: skip
+    with pytest.raises(ConfigError, match="made with other weights"):
+        build_model(run, "tiny-rounded", weights=rounded, tests=card_levels, **words)
+    (run / "metrics" / "test-test.csv").unlink()
+    assert main(["test", str(run), "--problems", str(test), "--budget", "2000", "--rounds", "2",
+                 "--checkpoint", str(rounded)]) == 0  # fmt: skip
+    made = build_model(run, "tiny-rounded", weights=rounded, tests=card_levels, **words)
+    card = read_card(made)
+    assert card.precision == "bfloat16" and card.training["weights"] == weights_digest(rounded)
+    assert (made / "checkpoints" / "latest.safetensors").stat().st_size < 0.6 * weights.stat().st_size
+    outcomes = sgps.load(made).solve_many(test, budget=2000)  # searches as the record's first round did
+    assert sum(outcome.solved for outcome in outcomes) == card.tests[0].within_first_budget
+    capsys.readouterr()
+    assert main(["models", str(made)]) == 0 and "weights bfloat16, rounded from float32" in capsys.readouterr().out
+    assert read_card(MODELS / "hard-tsp").precision == "float32"

@@ -715,7 +715,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.name}: not a model name (models: {', '.join(c.name for c in available())})")
     print(f"{card.name} (version {card.version}): {card.summary}")
     print(f"  levels:   {card.domain}, variant {card.variant}, observed as {card.size} cells")
-    print(f"  method:   {card.algorithm}, {card.preset} preset")
+    stored = "float32, as trained" if card.precision == "float32" else f"{card.precision}, rounded from float32"
+    print(f"  method:   {card.algorithm}, {card.preset} preset; weights {stored}")
     print(f"  recipe:   {card.recipe}")
     training = card.training
     print(f"  training: {training.get('problems')}; {int(training.get('expansions', 0)):,} expansions, "

@@ -7,6 +7,12 @@ the file and the problem: anything but a regular file, a file larger than the ne
 could need, a file saved from another architecture, tensors of another shape or data
 type, non-finite weights, and any byte changed since it was written. Nothing is
 unpickled, so loading is safe.
+
+A checkpoint may store its float32 tensors rounded to bfloat16 (`round_checkpoint`, its
+metadata saying so): half the bytes, for weights shipped in the package. Loading widens
+them back to the network's float32, so such a file searches as the rounded weights do,
+not as the float32 ones it was rounded from: it names other weights (another checksum)
+and is tested as such.
 """
 
 from __future__ import annotations
@@ -32,6 +38,10 @@ SEARCH_KEY = "sgps.search"
 CHECKSUM_KEY = "sgps.checksum"
 FORMAT_KEY = "sgps.format"
 VERSION_KEY = "sgps.version"
+#: The narrower type a checkpoint stores its float32 tensors in (absent: as the network holds them).
+STORED_PRECISION_KEY = "sgps.stored_precision"
+#: The narrower types a checkpoint may store float32 tensors in, by the name its metadata gives.
+STORED_PRECISIONS = {"bfloat16": torch.bfloat16}
 FORMAT_VERSION = "1"
 #: Room for the safetensors header on top of the tensors' own bytes.
 HEADER_ALLOWANCE = 1 << 20
@@ -94,6 +104,16 @@ def weights_digest(path: str | Path) -> str:
         return file_sha256(file).hex()
     except OSError as error:
         raise CheckpointError(f"{file}: cannot read the checkpoint ({error.strerror})") from None
+
+
+def stored_precision(path: str | Path) -> str:
+    """The type the checkpoint at `path` stores its float32 tensors in: "float32", or the narrower
+    one `round_checkpoint` rounded them to (read from the header alone)."""
+    file = Path(path)
+    try:
+        return _header_metadata(file).get(STORED_PRECISION_KEY, "float32")
+    except ValueError as error:
+        raise CheckpointError(f"{file}: not a readable sgps checkpoint ({error})") from None
 
 
 def _header_metadata(file: Path) -> dict[str, str]:
@@ -162,11 +182,13 @@ def load_checkpoint(
     for key, value in (expected or {}).items():
         if key in metadata and metadata[key] != value:
             raise CheckpointError(f"{file}: saved with {key} = {metadata[key]!r}, but this run has {value!r}")
-    _check_tensors(file, tensors, state)
+    stored = _stored_precision(file, metadata)
+    _check_tensors(file, tensors, state, stored)
     if CHECKSUM_KEY in metadata and metadata[CHECKSUM_KEY] != checksum(tensors):
         raise CheckpointError(f"{file}: damaged: its tensors do not match the checksum written with them")
+    device = device_of(network)
     try:
-        network.load_state_dict({name: tensor.to(device_of(network)) for name, tensor in tensors.items()})
+        network.load_state_dict({name: tensor.to(device, state[name].dtype) for name, tensor in tensors.items()})
     except RuntimeError as error:
         raise CheckpointError(f"{file}: tensors do not fit the network ({error})") from None
     return metadata
@@ -201,8 +223,52 @@ def read_bounded(file: Path, limit: int, what: str) -> bytes:
     return b"".join(chunks)
 
 
-def _check_tensors(file: Path, tensors: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
-    """Names, shapes and data types as the network's, and finite floating-point values."""
+def round_checkpoint(source: str | Path, target: str | Path, precision: str = "bfloat16") -> str:
+    """Write to `target` the checkpoint at `source` with its float32 tensors rounded to `precision`.
+
+    Every other tensor (integer counters) and every metadata entry are kept; the checksum
+    is that of the rounded tensors, so the new file names its own weights. Returns that
+    checksum. The source is checked against its own checksum first, and a source already
+    stored narrower is refused (rounding twice would hide what was trained).
+    """
+    file = Path(source)
+    if precision not in STORED_PRECISIONS:
+        raise CheckpointError(f"{precision!r}: a checkpoint can store its weights as {', '.join(STORED_PRECISIONS)}")
+    data = read_bounded(file, 1 << 34, "checkpoint")
+    try:
+        tensors = load(data)
+        metadata = _metadata(data)
+    except (SafetensorError, ValueError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{file}: not a readable sgps checkpoint (corrupted or truncated: {error})") from None
+    if ARCHITECTURE_KEY not in metadata:
+        raise CheckpointError(f"{file}: the checkpoint does not record its architecture; it was not written by sgps")
+    if STORED_PRECISION_KEY in metadata:
+        raise CheckpointError(f"{file}: its weights are already stored as {metadata[STORED_PRECISION_KEY]}")
+    if CHECKSUM_KEY in metadata and metadata[CHECKSUM_KEY] != checksum(tensors):
+        raise CheckpointError(f"{file}: damaged: its tensors do not match the checksum written with them")
+    narrow = STORED_PRECISIONS[precision]
+    rounded = {name: tensor.to(narrow) if tensor.dtype == torch.float32 else tensor for name, tensor in tensors.items()}
+    digest = checksum(rounded)
+    described = {**metadata, STORED_PRECISION_KEY: precision, CHECKSUM_KEY: digest}
+    atomic_write_bytes(target, save(rounded, metadata=described))
+    return digest
+
+
+def _stored_precision(file: Path, metadata: dict[str, str]) -> torch.dtype | None:
+    """The narrower type the checkpoint says it stores its float32 tensors in (None: stored as they are)."""
+    name = metadata.get(STORED_PRECISION_KEY)
+    if name is None:
+        return None
+    if name not in STORED_PRECISIONS:
+        raise CheckpointError(f"{file}: stores its weights as {name!r}; sgps reads {', '.join(STORED_PRECISIONS)}")
+    return STORED_PRECISIONS[name]
+
+
+def _check_tensors(
+    file: Path, tensors: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], stored: torch.dtype | None = None
+) -> None:
+    """Names, shapes and data types as the network's (float32 ones as `stored`, when the file
+    says it stores them narrower), and finite floating-point values."""
     missing, extra = sorted(expected.keys() - tensors.keys()), sorted(tensors.keys() - expected.keys())
     if missing or extra:
         raise CheckpointError(
@@ -210,10 +276,11 @@ def _check_tensors(file: Path, tensors: dict[str, torch.Tensor], expected: dict[
         )
     for name, tensor in tensors.items():
         want = expected[name]
-        if tensor.dtype != want.dtype or tensor.shape != want.shape:
+        dtype = stored if stored is not None and want.dtype == torch.float32 else want.dtype
+        if tensor.dtype != dtype or tensor.shape != want.shape:
             raise CheckpointError(
                 f"{file}: tensor {name} is {tensor.dtype} {tuple(tensor.shape)}, the network needs "
-                f"{want.dtype} {tuple(want.shape)}"
+                f"{dtype} {tuple(want.shape)}"
             )
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise CheckpointError(f"{file}: tensor {name} holds NaN or infinite values; the training diverged")

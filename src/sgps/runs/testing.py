@@ -453,30 +453,21 @@ def run_test(
     done = {} if journal is None else journal.resume(keep)
     search = functools.partial(_search_group, domain, algorithm, evaluator, epsilon, evaluation_batch, search_batch,
                                children, progress)  # fmt: skip
+    search_rounds = functools.partial(_search_in_groups, search, levels, at_once,
+                                      functools.partial(_record_rounds, done, journal, weights, level_set))  # fmt: skip
     budgets = [budget * 2**r for r in range(rounds)]
     if not restart_rounds:
         todo = [p for p in range(len(levels)) if not _concluded(done, p, rounds)]
         stage = _stage(1, budgets) if rounds == 1 else _stage(rounds, budgets, continued=True)
-        size = at_once(budgets[-1])
-        for start in range(0, len(todo), size):
-            group = todo[start : start + size]
-            record = functools.partial(_record_rounds, done, journal, group, budgets, weights, level_set)
-            search([levels[i] for i in group], budgets[-1], tuple(budgets[:-1]), record, stage,
-                   already=start, total=len(todo))  # fmt: skip
+        search_rounds(todo, budgets, 1, stage, already=0, total=len(todo))
     rows: list[list[str]] = []
     unsolved = list(range(len(levels)))
     for round_number in range(1, rounds + 1):
         if not unsolved:
             break
-        round_budget = budgets[round_number - 1]
         todo = [p for p in unsolved if (round_number, p) not in done]  # none left when the rounds were continued
-        size = at_once(round_budget)
-        for start in range(0, len(todo), size):
-            group = todo[start : start + size]
-            record = functools.partial(_record_rounds, done, journal, group, [round_budget], weights, level_set,
-                                       first_round=round_number)  # fmt: skip
-            search([levels[i] for i in group], round_budget, (), record, _stage(round_number, budgets),
-                   already=len(unsolved) - len(todo) + start, total=len(unsolved))  # fmt: skip
+        search_rounds(todo, budgets[round_number - 1 : round_number], round_number, _stage(round_number, budgets),
+                      already=len(unsolved) - len(todo), total=len(unsolved))  # fmt: skip
         rows += [done[(round_number, p)] for p in unsolved]
         unsolved = [p for p in unsolved if done[(round_number, p)][2] == "0"]
     if csv_path is not None:
@@ -515,13 +506,36 @@ def _stage(round_number: int, budgets: Sequence[int], *, continued: bool = False
     return f"round {round_number} (budget {budgets[round_number - 1]:,})"
 
 
+def _search_in_groups(
+    search: Callable[..., None],
+    levels: Sequence[Any],
+    at_once: Callable[[int], int],
+    record: Callable[..., None],
+    problems: Sequence[int],
+    budgets: Sequence[int],
+    first_round: int,
+    stage: str,
+    *,
+    already: int,
+    total: int,
+) -> None:
+    """Search `problems` for rounds `first_round`, ... with `budgets` (one search each, with the last
+    budget, the earlier ones interim), `at_once(budgets[-1])` at a time, `record`ing each result."""
+    size = at_once(budgets[-1])
+    for start in range(0, len(problems), size):
+        group = problems[start : start + size]
+        search([levels[i] for i in group], budgets[-1], tuple(budgets[:-1]),
+               functools.partial(record, group, budgets, first_round=first_round), stage,
+               already=already + start, total=total)  # fmt: skip
+
+
 def _record_rounds(
     done: dict[tuple[int, int], list[str]],
     journal: AttemptJournal | None,
-    problems: Sequence[int],
-    budgets: Sequence[int],
     weights: str,
     level_set: str,
+    problems: Sequence[int],
+    budgets: Sequence[int],
     index: int,
     result: SearchResult,
     *,

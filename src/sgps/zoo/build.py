@@ -22,7 +22,7 @@ from sgps.domains import read_levels
 from sgps.errors import ConfigError
 from sgps.experiments.tomlfile import dumps
 from sgps.fileio import atomic_write_text
-from sgps.models.checkpoint import weights_digest
+from sgps.models.checkpoint import stored_precision, weights_digest
 from sgps.runs.run import Run
 from sgps.runs.testing import fault_in_test_record, level_set_digest, record_path
 from sgps.version import sgps_version
@@ -78,6 +78,7 @@ def build_model(
         "observation_shape": list(shape),
         "algorithm": opened.algorithm,
         "preset": preset,
+        "precision": stored_precision(weights),
         "recipe": recipe,
         "sgps_version": sgps_version(),
         "made": datetime.date.today().isoformat(),

@@ -72,6 +72,7 @@ class ModelCard:
     observation_shape: tuple[int, int, int]  # the levels the networks were built for (channels, rows, columns)
     algorithm: str
     preset: str
+    precision: str  # what the weights are stored as: "float32" as trained, or "bfloat16" (rounded to ship)
     recipe: str  # the training recipe in words (budget schedule, memory)
     sgps_version: str
     made: str  # date
@@ -173,6 +174,7 @@ def read_card(folder: Path) -> ModelCard:
         observation_shape=(shape[0], shape[1], shape[2]),
         algorithm=reader.get("algorithm", str),
         preset=reader.get("preset", str),
+        precision=reader.get("precision", str) if "precision" in document else "float32",
         recipe=reader.get("recipe", str),
         sgps_version=reader.get("sgps_version", str),
         made=reader.get("made", str),
