@@ -114,7 +114,8 @@ def test_weights_rounded_to_bfloat16_load_as_the_rounded_values_in_float32(tmp_p
     digest = round_checkpoint(source, rounded)
     assert rounded.stat().st_size < 0.6 * source.stat().st_size
     assert digest == weights_digest(rounded) != weights_digest(source)
-    assert (stored_precision(rounded), stored_precision(source)) == ("bfloat16", "float32")
+    assert stored_precision(rounded) == ("bfloat16", weights_digest(source))  # which trained weights it came from
+    assert stored_precision(source) == ("float32", None)
     loaded = network(seed=2)
     metadata = load_checkpoint(rounded, loaded)
     assert metadata["iteration"] == "3"
@@ -133,6 +134,20 @@ def test_rounding_refuses_rounded_damaged_or_foreign_files_and_leaves_no_target(
         round_checkpoint(rounded, target)
     with pytest.raises(CheckpointError, match="can store its weights as bfloat16"):
         round_checkpoint(source, target, "int8")
+    before = source.read_bytes()
+    with pytest.raises(CheckpointError, match="would replace the one it is rounded from"):
+        round_checkpoint(source, tmp_path / "." / "latest.safetensors")
+    assert source.read_bytes() == before
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(CheckpointError, match=r"folder: cannot write the rounded checkpoint"):
+        round_checkpoint(source, tmp_path / "folder")
+    huge = tmp_path / "huge.safetensors"
+    big = network()
+    with torch.no_grad():
+        next(big.parameters()).fill_(3.4e38)  # finite in float32, past bfloat16's largest
+    save_checkpoint(huge, big)
+    with pytest.raises(CheckpointError, match="beyond what bfloat16 can hold"):
+        round_checkpoint(huge, target)
     tensors = load_file(source)
     damaged = tmp_path / "damaged.safetensors"
     first = sorted(tensors)[0]

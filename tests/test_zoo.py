@@ -197,9 +197,25 @@ def test_a_model_shipped_with_weights_rounded_to_bfloat16_is_made_from_the_recor
     made = build_model(run, "tiny-rounded", weights=rounded, tests=card_levels, **words)
     card = read_card(made)
     assert card.precision == "bfloat16" and card.training["weights"] == weights_digest(rounded)
+    assert card.training["trained_weights"] == weights_digest(weights)
     assert (made / "checkpoints" / "latest.safetensors").stat().st_size < 0.6 * weights.stat().st_size
+    with (run / "metrics" / "test-test.csv").open() as handle:
+        first_round = {int(row["problem"]): row for row in csv.DictReader(handle) if row["round"] == "1"}
     outcomes = sgps.load(made).solve_many(test, budget=2000)  # searches as the record's first round did
-    assert sum(outcome.solved for outcome in outcomes) == card.tests[0].within_first_budget
+    assert [(o.solved, o.expansions) for o in outcomes] == [
+        (row["solved"] == "1", int(row["expanded"])) for _, row in sorted(first_round.items())]
     capsys.readouterr()
     assert main(["models", str(made)]) == 0 and "weights bfloat16, rounded from float32" in capsys.readouterr().out
     assert read_card(MODELS / "hard-tsp").precision == "float32"
+
+
+def test_a_card_whose_precision_is_unknown_or_not_that_of_its_weights_is_refused(tmp_path):
+    folder = tmp_path / "standard-boxworld"
+    shutil.copytree(MODELS / "standard-boxworld", folder)
+    card = (folder / CARD).read_text()
+    (folder / CARD).write_text(card.replace('precision = "bfloat16"', 'precision = "float8"'))
+    with pytest.raises(CheckpointError, match="precision must be float32 or bfloat16, got 'float8'"):
+        read_card(folder)
+    (folder / CARD).write_text(card.replace('precision = "bfloat16"', 'precision = "float32"'))
+    with pytest.raises(CheckpointError, match=r"stores its weights as bfloat16, its card .* says float32"):
+        read_card(folder).check_files()

@@ -40,6 +40,8 @@ FORMAT_KEY = "sgps.format"
 VERSION_KEY = "sgps.version"
 #: The narrower type a checkpoint stores its float32 tensors in (absent: as the network holds them).
 STORED_PRECISION_KEY = "sgps.stored_precision"
+#: The checksum of the float32 tensors a rounded checkpoint was rounded from (the weights trained).
+ROUNDED_FROM_KEY = "sgps.rounded_from"
 #: The narrower types a checkpoint may store float32 tensors in, by the name its metadata gives.
 STORED_PRECISIONS = {"bfloat16": torch.bfloat16}
 FORMAT_VERSION = "1"
@@ -106,14 +108,16 @@ def weights_digest(path: str | Path) -> str:
         raise CheckpointError(f"{file}: cannot read the checkpoint ({error.strerror})") from None
 
 
-def stored_precision(path: str | Path) -> str:
-    """The type the checkpoint at `path` stores its float32 tensors in: "float32", or the narrower
-    one `round_checkpoint` rounded them to (read from the header alone)."""
+def stored_precision(path: str | Path) -> tuple[str, str | None]:
+    """The type the checkpoint at `path` stores its float32 tensors in ("float32", or the narrower
+    one `round_checkpoint` rounded them to) and, when rounded, the checksum of the float32 weights
+    it was rounded from; read from the header alone."""
     file = Path(path)
     try:
-        return _header_metadata(file).get(STORED_PRECISION_KEY, "float32")
+        metadata = _header_metadata(file)
     except ValueError as error:
         raise CheckpointError(f"{file}: not a readable sgps checkpoint ({error})") from None
+    return metadata.get(STORED_PRECISION_KEY, "float32"), metadata.get(ROUNDED_FROM_KEY)
 
 
 def _header_metadata(file: Path) -> dict[str, str]:
@@ -227,13 +231,18 @@ def round_checkpoint(source: str | Path, target: str | Path, precision: str = "b
     """Write to `target` the checkpoint at `source` with its float32 tensors rounded to `precision`.
 
     Every other tensor (integer counters) and every metadata entry are kept; the checksum
-    is that of the rounded tensors, so the new file names its own weights. Returns that
-    checksum. The source is checked against its own checksum first, and a source already
-    stored narrower is refused (rounding twice would hide what was trained).
+    is that of the rounded tensors, so the new file names its own weights, and the source's
+    checksum is kept as `ROUNDED_FROM_KEY` (which trained weights these are). Returns the
+    new checksum. The source is checked against its own checksum first; a source already
+    stored narrower is refused (rounding twice would hide what was trained), and so is a
+    target that is the source itself (a run's own checkpoint must stay what it trained).
     """
     file = Path(source)
     if precision not in STORED_PRECISIONS:
         raise CheckpointError(f"{precision!r}: a checkpoint can store its weights as {', '.join(STORED_PRECISIONS)}")
+    if Path(target).resolve() == file.resolve():
+        raise CheckpointError(f"{target}: the rounded checkpoint would replace the one it is rounded from; "
+                              "write it to another file")  # fmt: skip
     data = read_bounded(file, 1 << 34, "checkpoint")
     try:
         tensors = load(data)
@@ -248,9 +257,16 @@ def round_checkpoint(source: str | Path, target: str | Path, precision: str = "b
         raise CheckpointError(f"{file}: damaged: its tensors do not match the checksum written with them")
     narrow = STORED_PRECISIONS[precision]
     rounded = {name: tensor.to(narrow) if tensor.dtype == torch.float32 else tensor for name, tensor in tensors.items()}
+    for name, tensor in rounded.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{file}: tensor {name} holds values beyond what {precision} can hold")
     digest = checksum(rounded)
-    described = {**metadata, STORED_PRECISION_KEY: precision, CHECKSUM_KEY: digest}
-    atomic_write_bytes(target, save(rounded, metadata=described))
+    described = {**metadata, STORED_PRECISION_KEY: precision, ROUNDED_FROM_KEY: checksum(tensors),
+                 CHECKSUM_KEY: digest}  # fmt: skip
+    try:
+        atomic_write_bytes(target, save(rounded, metadata=described))
+    except OSError as error:
+        raise CheckpointError(f"{target}: cannot write the rounded checkpoint ({error.strerror})") from None
     return digest
 
 

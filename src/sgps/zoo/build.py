@@ -67,6 +67,7 @@ def build_model(
     if levels is None:
         raise ConfigError("a model's card needs at least one test set")
     shape = levels.observation_shape()
+    precision, rounded_from = stored_precision(weights)
     loop = opened.loop_state() or {}
     config = (run / "config.toml").read_text()
     document: dict[str, Any] = {
@@ -78,7 +79,7 @@ def build_model(
         "observation_shape": list(shape),
         "algorithm": opened.algorithm,
         "preset": preset,
-        "precision": stored_precision(weights),
+        "precision": precision,
         "recipe": recipe,
         "sgps_version": sgps_version(),
         "made": datetime.date.today().isoformat(),
@@ -87,6 +88,7 @@ def build_model(
             "expansions": int(loop.get("cumulative_expansions", 0)),
             "solved": len(loop.get("solved", ())),
             "weights": digest,
+            **({"trained_weights": rounded_from} if rounded_from else {}),
         },
         "test": rows,
         "files": {

@@ -25,6 +25,7 @@ from typing import Any
 
 from sgps.errors import CheckpointError, ConfigError
 from sgps.fileio import parse_toml_text, read_regular_text
+from sgps.models.checkpoint import STORED_PRECISIONS, stored_precision
 
 #: Where the models that install with the package live.
 MODELS = Path(__file__).parent / "models"
@@ -103,6 +104,11 @@ class ModelCard:
             if digest != self.digests[member]:
                 raise CheckpointError(f"model {self.name}: {path} does not match the checksum in its card "
                                       f"({CARD}); the file is damaged: reinstall sgps")  # fmt: skip
+        weights = self.folder / FILES[1]
+        stored, _ = stored_precision(weights)
+        if stored != self.precision:
+            raise CheckpointError(f"model {self.name}: {weights} stores its weights as {stored}, its card "
+                                  f"({CARD}) says {self.precision}; reinstall sgps")  # fmt: skip
 
     def check_level(self, domain: str, shape: tuple[int, int, int], where: str) -> None:
         """Refuse levels the model was not built for: another domain, or another size."""
@@ -164,6 +170,10 @@ def read_card(folder: Path) -> ModelCard:
         if not isinstance(digests.get(member), str) or not re.fullmatch(r"[0-9a-f]{64}", digests[member]):
             raise CheckpointError(f"{file}: files.\"{member}\" must be a SHA-256 in hex")
     tests = reader.get("test", dict)
+    precision = reader.get("precision", str) if "precision" in document else "float32"
+    if precision not in ("float32", *STORED_PRECISIONS):
+        raise CheckpointError(f"{file}: precision must be float32 or {', '.join(STORED_PRECISIONS)}, got "
+                              f"{precision!r}; reinstall sgps")  # fmt: skip
     return ModelCard(
         folder=folder,
         name=reader.get("name", str),
@@ -174,7 +184,7 @@ def read_card(folder: Path) -> ModelCard:
         observation_shape=(shape[0], shape[1], shape[2]),
         algorithm=reader.get("algorithm", str),
         preset=reader.get("preset", str),
-        precision=reader.get("precision", str) if "precision" in document else "float32",
+        precision=precision,
         recipe=reader.get("recipe", str),
         sgps_version=reader.get("sgps_version", str),
         made=reader.get("made", str),
