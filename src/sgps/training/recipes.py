@@ -17,7 +17,9 @@ after a later sgps changes what the name means.
   the memory solved 62 of 608 searches where its twin without it solved 4
   (docs/results/hard-boulderdash-takeoff.md, "The control"). From random weights on a fresh
   hard BoulderDash training set, PHS*(π^SG) with both from the first batch solved its first
-  level after 23.04 M expansions and 45 updates, against the paper's loop's 36.61 M and 286
+  level after 23.04 M expansions and 45 updates, against the paper's loop's 36.61 M and 286,
+  10% of the 10,000 after 51.07 M and 123 and 50% after 57.21 M and 248, against the
+  campaign's 113.45 M and 548 and 123.52 M and 702
   (docs/results/recipes.md).
 - ``memory``: the paper's loop with the solution memory of 32 alone (its budgets). On hard TSP
   with 8 cities PHS*(π^SG) solved all 317 training problems with 14.2%, 9.1% and 0.2% fewer
