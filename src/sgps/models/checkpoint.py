@@ -171,12 +171,7 @@ def load_checkpoint(
     file = Path(path)
     state = network.state_dict()
     limit = sum(t.numel() * t.element_size() for t in state.values()) + HEADER_ALLOWANCE
-    data = read_bounded(file, limit, "checkpoint")
-    try:
-        tensors = load(data)
-        metadata = _metadata(data)
-    except (SafetensorError, ValueError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{file}: not a readable sgps checkpoint (corrupted or truncated: {error})") from None
+    tensors, metadata = _read_checkpoint(file, limit)
     saved = metadata.get(ARCHITECTURE_KEY)
     ours = architecture(network)
     if saved is None:
@@ -243,17 +238,13 @@ def round_checkpoint(source: str | Path, target: str | Path, precision: str = "b
     if Path(target).resolve() == file.resolve():
         raise CheckpointError(f"{target}: the rounded checkpoint would replace the one it is rounded from; "
                               "write it to another file")  # fmt: skip
-    data = read_bounded(file, 1 << 34, "checkpoint")
-    try:
-        tensors = load(data)
-        metadata = _metadata(data)
-    except (SafetensorError, ValueError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{file}: not a readable sgps checkpoint (corrupted or truncated: {error})") from None
+    tensors, metadata = _read_checkpoint(file, 1 << 34)
     if ARCHITECTURE_KEY not in metadata:
         raise CheckpointError(f"{file}: the checkpoint does not record its architecture; it was not written by sgps")
     if STORED_PRECISION_KEY in metadata:
         raise CheckpointError(f"{file}: its weights are already stored as {metadata[STORED_PRECISION_KEY]}")
-    if CHECKSUM_KEY in metadata and metadata[CHECKSUM_KEY] != checksum(tensors):
+    trained = checksum(tensors)
+    if CHECKSUM_KEY in metadata and metadata[CHECKSUM_KEY] != trained:
         raise CheckpointError(f"{file}: damaged: its tensors do not match the checksum written with them")
     narrow = STORED_PRECISIONS[precision]
     rounded = {name: tensor.to(narrow) if tensor.dtype == torch.float32 else tensor for name, tensor in tensors.items()}
@@ -261,13 +252,22 @@ def round_checkpoint(source: str | Path, target: str | Path, precision: str = "b
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise CheckpointError(f"{file}: tensor {name} holds values beyond what {precision} can hold")
     digest = checksum(rounded)
-    described = {**metadata, STORED_PRECISION_KEY: precision, ROUNDED_FROM_KEY: checksum(tensors),
+    described = {**metadata, STORED_PRECISION_KEY: precision, ROUNDED_FROM_KEY: trained,
                  CHECKSUM_KEY: digest}  # fmt: skip
     try:
         atomic_write_bytes(target, save(rounded, metadata=described))
     except OSError as error:
         raise CheckpointError(f"{target}: cannot write the rounded checkpoint ({error.strerror})") from None
     return digest
+
+
+def _read_checkpoint(file: Path, limit: int) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """The tensors and metadata of the checkpoint `file` (at most `limit` bytes, `read_bounded`)."""
+    data = read_bounded(file, limit, "checkpoint")
+    try:
+        return load(data), _metadata(data)
+    except (SafetensorError, ValueError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{file}: not a readable sgps checkpoint (corrupted or truncated: {error})") from None
 
 
 def _stored_precision(file: Path, metadata: dict[str, str]) -> torch.dtype | None:
