@@ -479,6 +479,10 @@ def option_cases(space: Workspace) -> list[Case]:
         cases.append(Case("options per algorithm", f"test --workers {bad!r}", _cli([*test, "--workers", bad])))
     cases.append(Case("options per algorithm", "test --workers 2 --executor ray",
                       _cli([*test, "--workers", "2", "--executor", "ray"])))  # fmt: skip
+    for command in (base, space.fill("compare {config} --out {fresh}", "")):
+        for bad in [*HOSTILE_VALUES["float"], "0"]:
+            cases.append(Case("options per algorithm", f"{command[0]} --session-minutes {bad!r}",
+                              _cli([*command, "--session-minutes", bad])))  # fmt: skip
     fork = [*space.fill("fork {run} --problems {levels} --out", ""), str(space.root / "fork")]
     for flag, typed in (("--initial-budget", "int"), ("--max-budget", "int"), ("--checkpoint-every", "int"),
                         ("--solution-memory", "int"), ("--max-expansions", "int"), ("--max-iterations", "int"),
@@ -529,7 +533,7 @@ def api_cases(space: Workspace) -> list[Case]:
         "max_iterations": "2", "time_limit": "1", "max_expansions": "1000", "failed_trees": "no",
         "codebook_size": 2.5, "cluster_level": "1",
         "conditioning": 5, "codebook": 5, "mixture": 5, "levin_plus_one": "yes", "duplicates": 5, "loss": 5,
-        "tensorboard": 5, "threads": "2", "max_batches": 0, "recipe": 5,
+        "tensorboard": 5, "threads": "2", "max_batches": 0, "recipe": 5, "session_minutes": "5",
     }  # fmt: skip
     cases = []
     for name, value in train_args.items():

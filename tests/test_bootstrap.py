@@ -14,6 +14,7 @@ from sgps.runs.rundir import RunDirectory
 from sgps.search import make_algorithm
 from sgps.training import Bootstrap, BootstrapConfig, FlatLearner, FlatMethod, LearnerConfig
 from sgps.training.bootstrap import is_better_validation
+from sgps.training.session import Session
 
 CONFIG = BootstrapConfig(seed=3, batch_size=4, initial_budget=60, max_iterations=3, checkpoint_every=2)
 
@@ -127,3 +128,48 @@ def test_the_loop_records_why_it_stopped(tmp_path, limits, reason):
     resumed = make_run(tmp_path / "run", dataclasses.replace(CONFIG, **limits), fresh=False)
     resumed.resume()
     assert resumed.state.stop_reason == reason  # kept by the checkpoint
+
+
+class RecordingSession(Session):
+    """A session that allows `batches` batches and records what the loop asked and measured."""
+
+    def __init__(self, batches):
+        super().__init__(deadline=float("inf"))
+        self.batches, self.asked, self.batch_times, self.pass_end_times = batches, [], [], []
+
+    def allows_batch(self, last_of_pass):
+        self.asked.append(last_of_pass)
+        return len(self.batch_times) < self.batches
+
+    def batch_took(self, seconds):
+        self.batch_times.append(seconds)
+
+    def pass_end_took(self, seconds):
+        self.pass_end_times.append(seconds)
+
+
+def test_a_session_pauses_at_a_checkpoint_and_the_resumed_run_is_the_uninterrupted_one(tmp_path):
+    whole = make_run(tmp_path / "whole")
+    whole.run()
+    paused = make_run(tmp_path / "split")
+    session = RecordingSession(batches=4)  # one batch past the first pass (3 batches of 4 problems)
+    state = paused.run(session=session)
+    assert not state.finished and (state.iteration, state.next_batch) == (1, 1)
+    assert session.asked == [False, False, True, False, False]  # the last batch of a pass is asked with its pass end
+    assert len(session.batch_times) == 4 and len(session.pass_end_times) == 1
+    assert min(session.batch_times + session.pass_end_times) > 0
+    assert "paused: the session's time is up" in (paused.run_dir.path / "log.txt").read_text()
+    resumed = make_run(tmp_path / "split", fresh=False)
+    resumed.resume()
+    assert resumed.state.next_batch == 1  # paused after a checkpoint: nothing to search again
+    resumed.run()
+    for name in ("train", "outstanding", "validate"):
+        assert without_time(resumed.run_dir.read(name)) == without_time(whole.run_dir.read(name)), name
+
+
+def test_a_session_over_before_the_first_batch_trains_nothing(tmp_path):
+    bootstrap = make_run(tmp_path / "run")
+    state = bootstrap.run(session=Session(deadline=0.0))
+    assert state.cumulative_expansions == 0 and not state.finished
+    assert bootstrap.run_dir.read("train") == []
+    assert (bootstrap.run_dir.checkpoints / "trainer.pt").exists()

@@ -182,6 +182,20 @@ def test_partial_training_resumes_to_the_rows_of_an_uninterrupted_run(smoke, tmp
         assert rows_without_time(run, name) == rows_without_time(smoke / "runs" / "phs-sg-s0", name), name
 
 
+def test_a_session_pauses_a_comparison_and_the_next_one_ends_it_as_an_uninterrupted_one(smoke, tmp_path, capsys):
+    config, out = one_run_config(tmp_path, "phs-sg"), tmp_path / "comparison"
+    run = out / "runs" / "phs-sg-s0"
+    assert main(["compare", str(config), "--out", str(out), *SMOKE_OPTIONS, "--session-minutes", "1e-9"]) == 0
+    assert "1 runs: 0 done (0 earlier), 1 paused" in capsys.readouterr().out
+    assert not (run / "checkpoints" / "trainer.pt").exists()  # nothing starts once the time is up
+
+    assert main(["compare", str(config), "--out", str(out), *SMOKE_OPTIONS, "--session-minutes", "60"]) == 0
+    assert "1 runs: 1 done (0 earlier)" in capsys.readouterr().out
+    assert "--session-minutes" in (out / "logs" / "phs-sg-s0.log").read_text()
+    for name in METRICS:
+        assert rows_without_time(run, name) == rows_without_time(smoke / "runs" / "phs-sg-s0", name), name
+
+
 def test_a_killed_comparison_stops_its_runs_and_resumes_them(smoke, tmp_path):
     config, out = one_run_config(tmp_path, "phs"), tmp_path / "comparison"
     run = out / "runs" / "phs-s0"

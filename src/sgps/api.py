@@ -39,6 +39,7 @@ from sgps.search import SearchResult, search, search_lockstep
 from sgps.search.costs import Algorithm
 from sgps.training.config import option_overrides
 from sgps.training.methods.plugin import RunSearch
+from sgps.training.session import check_session_minutes
 from sgps.training.setup import pick_device
 from sgps.zoo import ModelCard, locate
 
@@ -316,6 +317,7 @@ def train(
     quiet: bool = False,
     threads: int | None = None,
     max_batches: int | None = None,
+    session_minutes: float | None = None,
 ) -> TrainedRun:
     """Train on the levels in `problems` into the run directory `out`, as ``sgps train`` does.
 
@@ -330,6 +332,7 @@ def train(
     if tensorboard is not None:
         _path("tensorboard", tensorboard, "a folder")
     threads, max_batches = _whole(threads), _whole(max_batches)
+    check_session_minutes(session_minutes, "session_minutes=")
     for name, value, kind in (("domain", domain, str), ("preset", preset, str), ("threads", threads, int),
                               ("max_batches", max_batches, int), ("resume", resume, bool),
                               ("overwrite", overwrite, bool), ("quiet", quiet, bool)):  # fmt: skip
@@ -362,6 +365,7 @@ def train(
         quiet=quiet,
         threads=threads,
         max_batches=max_batches,
+        session_minutes=session_minutes,
         spell=lambda name: f"{name}=",
     )
     return TrainedRun(

@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import math
 import re
+import shlex
 import shutil
 import signal
 import sys
@@ -290,6 +291,11 @@ def _add_train_command(commands: Any) -> None:
         "--max-batches", type=_int, metavar="N", help="stop after N batches, resumable with --resume"
     )
     train_cmd.add_argument(
+        "--session-minutes", type=_float, metavar="MIN",
+        help="stop within MIN minutes, after a checkpoint, before a batch the slowest so far says would end "
+             "later; resumable with --resume",
+    )  # fmt: skip
+    train_cmd.add_argument(
         "--tensorboard", metavar="DIR", help="also log the run to TensorBoard event files in DIR (tensorboard extra)"
     )
     _add_executor_options(train_cmd, "where the searches run: local processes (default) or Ray actors")
@@ -344,6 +350,11 @@ def _add_compare_command(commands: Any) -> None:
     compare_cmd.add_argument(
         "--max-batches", type=_int, metavar="N", help="train each run N more batches at most, then stop (resumable)"
     )
+    compare_cmd.add_argument(
+        "--session-minutes", type=_float, metavar="MIN",
+        help="stop within MIN minutes: each run pauses after a checkpoint, tests still running are stopped "
+             "(resumable)",
+    )  # fmt: skip
     compare_cmd.add_argument(
         "--tensorboard", action="store_true", help="log every run to TensorBoard in DIR/tensorboard/RUN (its extra)"
     )
@@ -814,6 +825,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         threads=args.threads,
         max_batches=args.max_batches,
+        session_minutes=args.session_minutes,
         executor=args.executor,
         ray_address=args.ray_address,
     )
@@ -824,6 +836,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         f"(recipe {config.run.recipe}), "
         f"{state.seconds:.0f} s -> {args.out}"
     )
+    if not state.finished:
+        validation = [] if args.validation is None else ["--validation", str(args.validation)]
+        again = ["sgps", "train", "--problems", str(args.problems), *validation, "--out", str(args.out), "--resume"]
+        print(f"paused; go on with: {shlex.join(again)}")
     return 0
 
 
@@ -833,7 +849,8 @@ def _train_offline(args: argparse.Namespace, plugin: MethodPlugin) -> int:
         raise ConfigError(f"--algorithm {args.algorithm} learns offline: give --dataset (written by `sgps dataset`) "
                           "or --problems (solved first with the exact solver)")  # fmt: skip
     ignored = [name for name, value in (("--validation", args.validation), ("--resume", args.resume),
-               ("--executor ray", args.executor == "ray"), ("--max-batches", args.max_batches)) if value]  # fmt: skip
+               ("--executor ray", args.executor == "ray"), ("--max-batches", args.max_batches),
+               ("--session-minutes", args.session_minutes)) if value]  # fmt: skip
     if ignored:
         unused = ", ".join(ignored)
         raise ConfigError(f"{unused}: not used by --algorithm {args.algorithm}, which learns offline")
@@ -907,8 +924,8 @@ def cmd_subgoals(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     outcome = compare(args.config, args.out, jobs=args.jobs, threads=args.threads, max_batches=args.max_batches,
-                      plugins=args.plugin, executor=args.executor, ray_address=args.ray_address,
-                      tensorboard=args.tensorboard)  # fmt: skip
+                      session_minutes=args.session_minutes, plugins=args.plugin, executor=args.executor,
+                      ray_address=args.ray_address, tensorboard=args.tensorboard)  # fmt: skip
     print(outcome.summary())
     _print_warnings(outcome)
     failure = outcome.failure()

@@ -65,6 +65,7 @@ from sgps.runs.runner import check_run_fits
 from sgps.training.bootstrap import LIMIT_SETTINGS
 from sgps.training.config import applicable_settings
 from sgps.training.methods.hips import run as hips
+from sgps.training.session import Session
 from sgps.training.tensorboard import require_tensorboard
 
 
@@ -113,6 +114,7 @@ def compare(
     jobs: int | None = None,
     threads: int | None = None,
     max_batches: int | None = None,
+    session_minutes: float | None = None,
     plugins: Sequence[str] = (),
     stream: TextIO | None = None,
     executor: str = "local",
@@ -123,13 +125,17 @@ def compare(
 
     `jobs` / `threads`: runs at a time and threads per run (default: planned from the usable
     cores); `max_batches`: train each run for at most that many more batches, leaving it to
-    resume; `plugins`: modules the child processes import (``sgps --plugin``). Everything
-    is checked before anything is written: a bad config is a `ConfigError`.
+    resume; `session_minutes`: be done within that many minutes, each training run pausing at a
+    checkpoint (`sgps.training.session`), no command starting later and the tests still running
+    then stopped (their finished attempts are kept), leaving the runs to resume; `plugins`:
+    modules the child processes import (``sgps --plugin``). Everything is checked before
+    anything is written: a bad config is a `ConfigError`.
     `executor`: ``local`` runs the commands as child processes here; ``ray`` as Ray tasks
     on the cluster at `ray_address` (or a local Ray instance), planned over the cluster's
     CPUs (`sgps.experiments.launchers`). `tensorboard`: each training run also logs to
     TensorBoard in ``out/tensorboard/RUN`` (`sgps.training.tensorboard`).
     """
+    session = None if session_minutes is None else Session.lasting(session_minutes)  # the clock starts now
     if max_batches is not None and max_batches < 1:
         raise ConfigError("--max-batches must be at least 1")
     check_outputs([Output("--out", out, FOLDER, owner=COMPARISON)], [("config", config)])
@@ -173,8 +179,8 @@ def compare(
         display = ProgressDisplay(stream or sys.stdout)
         display.event(f"compare {config} -> {out}: {len(queue)} runs, {concurrency.describe()}")
         board = out / "tensorboard" if tensorboard else None
-        Scheduler(plan, files, queue, concurrency, display, max_batches=max_batches, plugins=plugins,
-                  launcher=launcher, tensorboard=board).run()  # fmt: skip
+        Scheduler(plan, files, queue, concurrency, display, max_batches=max_batches, session=session,
+                  plugins=plugins, launcher=launcher, tensorboard=board).run()  # fmt: skip
     return CompareOutcome(out, queue, concurrency, plan, total)
 
 

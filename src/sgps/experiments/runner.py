@@ -46,6 +46,7 @@ from sgps.experiments.runstate import (
 )
 from sgps.fileio import open_regular
 from sgps.runs.run import Run, loop_state, training_finished
+from sgps.training.session import Session
 from sgps.training.setup import evaluator_place, pick_device
 
 POLL_SECONDS = 0.5
@@ -80,11 +81,16 @@ class Scheduler:
         display: ProgressDisplay,
         *,
         max_batches: int | None = None,
+        session: Session | None = None,
         plugins: Sequence[str] = (),
         launcher: Launcher | None = None,
         tensorboard: Path | None = None,
     ) -> None:
         """`max_batches`: train each run for at most that many more batches, then leave it to resume.
+
+        `session`: when the comparison's time is up. Each training command gets the minutes left
+        (``--session-minutes``) and pauses on its own; no command starts after the deadline, and
+        tests still running then are stopped (their journals keep the attempts they finished).
 
         `launcher`: where the commands run (default: child processes of this machine).
         `tensorboard`: a folder under which each training run logs to TensorBoard (one per run).
@@ -95,6 +101,7 @@ class Scheduler:
         self.concurrency = concurrency
         self.display = display
         self.max_batches = max_batches
+        self.session = session
         self.launcher = launcher or LocalLauncher()
         self.tensorboard = tensorboard
         self.prefix = [arg for module in plugins for arg in ("--plugin", module)]
@@ -115,6 +122,12 @@ class Scheduler:
                             running.append(job)
                     for job in list(running):
                         if job.process is not None and job.process.poll() is not None and not self._finish_step(job):
+                            running.remove(job)
+                    if self._out_of_time():
+                        for job in [job for job in running if job.status.startswith("testing ")]:
+                            _stop(job)
+                            job.process, job.status = None, PAUSED
+                            self.display.event(f"{job.run.name}: paused (the session's time is up)")
                             running.remove(job)
                     self.display.status(self._status_lines(len(waiting)))
                     if running:
@@ -148,6 +161,10 @@ class Scheduler:
             job.status = DONE if training_finished(job.path, offline=job.run.config is None) else PAUSED
             if job.commands:
                 self.display.event(f"{job.run.name}: {job.status}")
+            return False
+        if self._out_of_time():
+            job.status = PAUSED
+            self.display.event(f"{job.run.name}: paused (the session's time is up)")
             return False
         job.status, command = step
         orphaned = _orphaned_results(job.path) if "--overwrite" in command and job.run.config is not None else []
@@ -194,6 +211,8 @@ class Scheduler:
                         "--workers", str(self.concurrency.workers), "--overwrite"]  # fmt: skip
         if self.max_batches is not None:
             command += ["--max-batches", str(self.max_batches)]
+        if self.session is not None:
+            command += ["--session-minutes", repr(self.session.minutes_left())]
         if self.tensorboard is not None:
             command += ["--tensorboard", str(self.tensorboard / job.run.name)]
         return command
@@ -216,6 +235,9 @@ class Scheduler:
         if job.run.config is not None and self.concurrency.threads > 1 and _tests_with_model_copies(job.path):
             command += ["--workers", str(self.concurrency.threads)]
         return command
+
+    def _out_of_time(self) -> bool:
+        return self.session is not None and self.session.minutes_left() <= 0
 
     # -- display ------------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ from sgps.training.config import TrainConfig, check_options_apply, given_options
 from sgps.training.methods.plugin import RunSearch
 from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
 from sgps.training.recipes import describe_recipe
+from sgps.training.session import Session
 from sgps.training.setup import (
     build_method,
     build_subgoal_method,
@@ -72,6 +73,7 @@ def train(
     quiet: bool = False,
     threads: int | None = None,
     max_batches: int | None = None,
+    session_minutes: float | None = None,
     overwrite: bool = False,
     executor: str = "local",
     ray_address: str | None = None,
@@ -86,13 +88,16 @@ def train(
     written back), and a changed configuration or problem set is refused.
     `preset`: ``cpu`` when None (fresh runs only).
     `threads`: torch threads of this process (default: `default_threads`);
-    `max_batches`: stop after that many batches (after a checkpoint), to go on with `resume`.
+    `max_batches`: stop after that many batches (after a checkpoint), to go on with `resume`;
+    `session_minutes`: stop likewise before a batch that would not be over within that many
+    minutes of this call (`sgps.training.session`).
     `executor`: ``local`` searches in this process or a pool of local worker processes
     (`run.workers`); ``ray`` on Ray actors (`sgps.execution.ray_pool`), `run.workers` of them
     (0: one per CPU of the cluster), joining the cluster at `ray_address` or starting a
     local Ray instance. Where the searches run does not change the run's results.
     `spell`: how the caller names an option of `TRAIN_OPTIONS` in messages (the flag by default).
     """
+    session = None if session_minutes is None else Session.lasting(session_minutes)  # the clock starts now
     if max_batches is not None and max_batches < 1:
         raise ConfigError("--max-batches must be at least 1")
     if resume and overwrite:
@@ -163,7 +168,7 @@ def train(
         if config.run.tensorboard:
             stack.callback(_follow_in_tensorboard(bootstrap, config, resume).close)
         with setup_frozen():
-            state = _run_with_progress(bootstrap, len(train_levels), quiet, max_batches)
+            state = _run_with_progress(bootstrap, len(train_levels), quiet, max_batches, session)
     return config, state
 
 
@@ -362,7 +367,9 @@ def _csv_rows(data: bytes) -> list[list[str]]:
         return []
 
 
-def _run_with_progress(bootstrap: Bootstrap, train_count: int, quiet: bool, max_batches: int | None) -> LoopState:
+def _run_with_progress(
+    bootstrap: Bootstrap, train_count: int, quiet: bool, max_batches: int | None, session: Session | None
+) -> LoopState:
     """Run the loop under a progress bar (iteration, budget, solved, expansions/s)."""
     started = time.perf_counter()
     with tqdm(desc="training", unit="batch", disable=quiet, leave=False) as bar:
@@ -377,7 +384,7 @@ def _run_with_progress(bootstrap: Bootstrap, train_count: int, quiet: bool, max_
                 exp_per_s=f"{rate:,.0f}",
             )
 
-        return bootstrap.run(max_batches=max_batches, on_batch=progress)
+        return bootstrap.run(max_batches=max_batches, on_batch=progress, session=session)
 
 
 def test(

@@ -37,6 +37,7 @@ from sgps.search.engine import SearchResult
 from sgps.search.evaluators import ObservationEvaluator
 from sgps.training.budget import Budgets, PassOutcome, get_schedule
 from sgps.training.randomness import numpy_state, restore_numpy_state
+from sgps.training.session import Session
 from sgps.training.solution_memory import check_memory, recall, remember
 
 
@@ -346,8 +347,14 @@ class Bootstrap:
 
     # -- the loop -----------------------------------------------------------------------
 
-    def run(self, max_batches: int | None = None, on_batch: Callable[[LoopState], None] | None = None) -> LoopState:
-        """Train until a stopping rule fires, or for `max_batches` more batches (then checkpoint).
+    def run(
+        self,
+        max_batches: int | None = None,
+        on_batch: Callable[[LoopState], None] | None = None,
+        session: Session | None = None,
+    ) -> LoopState:
+        """Train until a stopping rule fires, or for `max_batches` more batches, or until the next batch
+        would not be over before the `session` ends (then checkpoint and stop: the run resumes from there).
 
         `on_batch` is called with the loop state after every training batch (progress display).
         """
@@ -368,7 +375,10 @@ class Bootstrap:
                 state.order = [int(i) for i in self.rng.permutation(len(self.train))]
                 state.unique_before_pass = len(state.solved)
             while state.next_batch < batches_per_pass:
-                if max_batches is not None and batches_run >= max_batches:
+                out_of_time = session is not None and not session.allows_batch(state.next_batch + 1 == batches_per_pass)
+                if (max_batches is not None and batches_run >= max_batches) or out_of_time:
+                    if out_of_time:
+                        self.run_dir.log("paused: the session's time is up (resume to go on)")
                     state.seconds = time.perf_counter() - started
                     self.checkpoint()
                     return state
@@ -377,6 +387,7 @@ class Bootstrap:
                     self.run_dir.log(f"stopping: {reason} reached")
                     self._finish(reason)
                     break
+                batch_started = time.monotonic()
                 self._train_batch(state.next_batch, started)
                 state.next_batch += 1
                 batches_run += 1
@@ -388,10 +399,15 @@ class Bootstrap:
                 if (state.next_batch - 1) % config.checkpoint_every == 0:
                     state.seconds = time.perf_counter() - started
                     self.checkpoint()
+                if session is not None:
+                    session.batch_took(time.monotonic() - batch_started)
+            pass_end_started = time.monotonic()
             if not state.finished:
                 self._end_of_pass(started)
             state.seconds = time.perf_counter() - started
             self.checkpoint()
+            if session is not None and not state.finished:
+                session.pass_end_took(time.monotonic() - pass_end_started)
         return state
 
     def why_finished(self) -> str | None:

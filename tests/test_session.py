@@ -1,0 +1,158 @@
+"""`--session-minutes`: a command that must be over by a deadline leaves its runs at a checkpoint,
+predicts a batch from the slowest so far, starts nothing after the deadline and stops its tests."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import sgps
+from sgps.cli import main
+from sgps.errors import ConfigError
+from sgps.experiments.concurrency import Concurrency
+from sgps.experiments.plan import RunSpec
+from sgps.experiments.progress import ProgressDisplay
+from sgps.experiments.runner import PAUSED, Job, Scheduler
+from sgps.runs.run import loop_state
+from sgps.training import session as session_module
+from sgps.training.session import Session, check_session_minutes
+
+
+class Clock:
+    """A `time.monotonic` that moves only when told to."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(session_module.time, "monotonic", fake)
+    return fake
+
+
+def test_a_batch_starts_only_if_the_slowest_so_far_would_end_by_the_deadline(clock):
+    session = Session.lasting(10)  # the deadline is 600 s from now
+    assert session.allows_batch(last_of_pass=False) and session.allows_batch(last_of_pass=True)  # nothing measured
+    session.batch_took(100.0)
+    session.batch_took(40.0)  # the slowest counts, not the last
+    session.pass_end_took(30.0)
+    clock.now += 500.0
+    assert session.allows_batch(last_of_pass=False)  # 500 + 100 = 600: just fits
+    assert not session.allows_batch(last_of_pass=True)  # its pass end (30 s) would not
+    clock.now += 1.0
+    assert not session.allows_batch(last_of_pass=False)
+    assert session.minutes_left() == pytest.approx(99 / 60)
+
+
+def test_before_any_measure_a_batch_starts_until_the_deadline(clock):
+    session = Session.lasting(1)
+    clock.now += 60.0
+    assert session.allows_batch(last_of_pass=True)
+    clock.now += 0.001
+    assert not session.allows_batch(last_of_pass=False)
+
+
+@pytest.mark.parametrize("minutes", [0, -1, 0.0, math.nan, math.inf, True, "5"])
+def test_a_session_length_must_be_a_finite_number_of_minutes_above_zero(minutes):
+    with pytest.raises(ConfigError, match="--session-minutes must be a number of minutes above 0"):
+        check_session_minutes(minutes)
+    with pytest.raises(ConfigError, match="session_minutes= must be"):
+        sgps.train("missing.txt", "unused", session_minutes=minutes)
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "nan", "inf"])
+def test_the_commands_refuse_a_bad_session_length_in_one_line(tmp_path, capsys, value):
+    problems = tmp_path / "train.txt"
+    assert main(["generate", "tsp", "--count", "4", "--out", str(problems)]) == 0
+    for command in (["train", "--problems", str(problems), "--out", str(tmp_path / "run")],
+                    ["compare", str(tmp_path / "missing.toml"), "--out", str(tmp_path / "cmp")]):  # fmt: skip
+        capsys.readouterr()
+        assert main([*command, "--session-minutes", value]) == 2
+        error = capsys.readouterr().err.strip()
+        assert error.startswith("sgps: error: --session-minutes must be a number of minutes above 0")
+        assert "\n" not in error
+    assert not (tmp_path / "run").exists() and not (tmp_path / "cmp").exists()
+
+
+def test_a_paused_training_says_how_to_go_on_and_resumes_to_the_uninterrupted_run(tmp_path, capsys):
+    problems = tmp_path / "train.txt"
+    assert main(["generate", "tsp", "--count", "6", "--out", str(problems)]) == 0
+    common = ["train", "--problems", str(problems), "--preset", "tiny", "--quiet", "--threads", "1"]
+    assert main([*common, "--out", str(tmp_path / "whole")]) == 0
+    capsys.readouterr()
+    run = tmp_path / "paused"
+    assert main([*common, "--out", str(run), "--session-minutes", "1e-9"]) == 0  # over before its first batch
+    printed = capsys.readouterr().out
+    assert f"paused; go on with: sgps train --problems {problems} --out {run} --resume" in printed
+    assert "paused: the session's time is up" in (run / "log.txt").read_text()
+    assert loop_state(run)["cumulative_expansions"] == 0
+    assert main(["train", "--problems", str(problems), "--out", str(run), "--resume", "--quiet", "--threads", "1",
+                 "--session-minutes", "60"]) == 0  # fmt: skip
+    assert "go on with" not in capsys.readouterr().out
+    for name in ("train", "outstanding", "validate"):
+        assert rows(run, name) == rows(tmp_path / "whole", name), name
+
+
+def rows(run: Path, name: str) -> list[list[str]]:
+    """A metrics file's rows without its wall-clock column."""
+    lines = (run / "metrics" / f"{name}.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    keep = [i for i, column in enumerate(header) if column != "seconds"]
+    return [[line.split(",")[i] for i in keep] for line in lines]
+
+
+class Forever:
+    """A command that runs until it is stopped."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+
+    def poll(self) -> int | None:
+        return -15 if self.stopped else None
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+class Launcher:
+    def __init__(self) -> None:
+        self.started: list[tuple[list[str], Forever]] = []
+
+    def start(self, arguments, threads, log):
+        command = Forever()
+        self.started.append((list(arguments), command))
+        return command
+
+
+def test_a_comparison_stops_its_tests_at_the_deadline_and_starts_nothing_after_it(tmp_path, clock, monkeypatch):
+    jobs = [Job(RunSpec(f"run-{i}", "phs", "phs", i, None), tmp_path / f"run-{i}", tmp_path / "c.toml",
+                tmp_path / f"run-{i}.log", 4) for i in range(2)]  # fmt: skip
+    launcher, session = Launcher(), Session.lasting(5)
+    scheduler = Scheduler(None, None, jobs, Concurrency(jobs=1, threads=1), ProgressDisplay(io.StringIO()),  # type: ignore[arg-type]
+                          session=session, launcher=launcher)  # fmt: skip
+    monkeypatch.setattr(scheduler, "_next_step", lambda job: ("testing test", ["test", str(job.path)]))
+    monkeypatch.setattr("sgps.experiments.runner.time.sleep", lambda seconds: setattr(clock, "now", clock.now + 60))
+    scheduler.run()  # the first job tests for 5 minutes of the fake clock, then the deadline passes
+    assert [arguments for arguments, _ in launcher.started] == [["test", str(tmp_path / "run-0")]]
+    assert launcher.started[0][1].stopped
+    assert [job.status for job in jobs] == [PAUSED, PAUSED]
+
+
+def test_a_comparisons_training_commands_get_the_minutes_left(tmp_path, clock):
+    job = Job(RunSpec("run", "phs", "phs", 0, None), tmp_path / "run", tmp_path / "c.toml", tmp_path / "run.log", 4)
+    scheduler = Scheduler(None, None, [job], Concurrency(jobs=1, threads=1), ProgressDisplay(io.StringIO()),  # type: ignore[arg-type]
+                          session=Session.lasting(30))  # fmt: skip
+    scheduler.plan = SimpleNamespace(resolved={"compare": {"preset": "tiny"}})
+    scheduler.files = SimpleNamespace(train=tmp_path / "train.txt", validation=None)
+    clock.now += 600.0
+    command = scheduler._train_command(job, resume=False)
+    assert command[command.index("--session-minutes") + 1] == repr(20.0)
