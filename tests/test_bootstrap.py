@@ -130,38 +130,36 @@ def test_the_loop_records_why_it_stopped(tmp_path, limits, reason):
     assert resumed.state.stop_reason == reason  # kept by the checkpoint
 
 
-class RecordingSession(Session):
-    """A session that allows `batches` batches and records what the loop asked and measured."""
+class StepCounter:
+    """A session that allows `steps` steps (batches and pass ends) and records what each was predicted to need."""
 
-    def __init__(self, batches):
-        super().__init__(deadline=float("inf"))
-        self.batches, self.asked, self.batch_times, self.pass_end_times = batches, [], [], []
+    def __init__(self, steps):
+        self.steps, self.asked = steps, []
 
-    def allows_batch(self, last_of_pass):
-        self.asked.append(last_of_pass)
-        return len(self.batch_times) < self.batches
-
-    def batch_took(self, seconds):
-        self.batch_times.append(seconds)
-
-    def pass_end_took(self, seconds):
-        self.pass_end_times.append(seconds)
+    def allows(self, seconds):
+        self.asked.append(seconds)
+        return len(self.asked) <= self.steps
 
 
-def test_a_session_pauses_at_a_checkpoint_and_the_resumed_run_is_the_uninterrupted_one(tmp_path):
+@pytest.mark.parametrize("steps, where", [(4, (1, 0)), (3, (0, 3))])  # after a pass end; just before one
+def test_a_session_pauses_at_a_checkpoint_and_the_resumed_run_is_the_uninterrupted_one(tmp_path, steps, where):
     whole = make_run(tmp_path / "whole")
     whole.run()
     paused = make_run(tmp_path / "split")
-    session = RecordingSession(batches=4)  # one batch past the first pass (3 batches of 4 problems)
+    session = StepCounter(steps)  # a pass is 3 batches of 4 problems, then its pass end
     state = paused.run(session=session)
-    assert not state.finished and (state.iteration, state.next_batch) == (1, 1)
-    assert session.asked == [False, False, True, False, False]  # the last batch of a pass is asked with its pass end
-    assert len(session.batch_times) == 4 and len(session.pass_end_times) == 1
-    assert min(session.batch_times + session.pass_end_times) > 0
+    assert not state.finished and (state.iteration, state.next_batch) == where
+    assert session.asked[0] == 0  # a new run's first batch: nothing measured
+    assert session.asked[2] > session.asked[1] > 0  # the last batch of a pass brings its pass end
     assert "paused: the session's time is up" in (paused.run_dir.path / "log.txt").read_text()
+    times = paused.step_times
+    assert len(times.batches) == 3 and min(times.batches) > 0 and times.checkpoint > 0
+    assert (times.pass_end > 0) == (steps == 4)
     resumed = make_run(tmp_path / "split", fresh=False)
     resumed.resume()
-    assert resumed.state.next_batch == 1  # paused after a checkpoint: nothing to search again
+    kept = resumed.step_times  # kept in the checkpoint: a resumed command predicts from them
+    assert (kept.batches, kept.pass_end) == (times.batches, times.pass_end) and kept.checkpoint > 0
+    assert (resumed.state.iteration, resumed.state.next_batch) == where  # nothing to search again
     resumed.run()
     for name in ("train", "outstanding", "validate"):
         assert without_time(resumed.run_dir.read(name)) == without_time(whole.run_dir.read(name)), name

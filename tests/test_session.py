@@ -1,5 +1,5 @@
 """`--session-minutes`: a command that must be over by a deadline leaves its runs at a checkpoint,
-predicts a batch from the slowest so far, starts nothing after the deadline and stops its tests."""
+predicts each step from the run's recent ones, starts nothing after the deadline and stops its tests."""
 
 from __future__ import annotations
 
@@ -16,10 +16,9 @@ from sgps.errors import ConfigError
 from sgps.experiments.concurrency import Concurrency
 from sgps.experiments.plan import RunSpec
 from sgps.experiments.progress import ProgressDisplay
-from sgps.experiments.runner import PAUSED, Job, Scheduler
-from sgps.runs.run import loop_state
+from sgps.experiments.runner import PAUSED, STARTUP_MINUTES, Job, Scheduler
 from sgps.training import session as session_module
-from sgps.training.session import Session, check_session_minutes
+from sgps.training.session import RECENT_BATCHES, Session, StepTimes, check_session_minutes
 
 
 class Clock:
@@ -39,33 +38,49 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     return fake
 
 
-def test_a_batch_starts_only_if_the_slowest_so_far_would_end_by_the_deadline(clock):
+def test_a_step_starts_only_if_it_would_end_by_the_deadline(clock):
     session = Session.lasting(10)  # the deadline is 600 s from now
-    assert session.allows_batch(last_of_pass=False) and session.allows_batch(last_of_pass=True)  # nothing measured
-    session.batch_took(100.0)
-    session.batch_took(40.0)  # the slowest counts, not the last
-    session.pass_end_took(30.0)
     clock.now += 500.0
-    assert session.allows_batch(last_of_pass=False)  # 500 + 100 = 600: just fits
-    assert not session.allows_batch(last_of_pass=True)  # its pass end (30 s) would not
-    clock.now += 1.0
-    assert not session.allows_batch(last_of_pass=False)
-    assert session.minutes_left() == pytest.approx(99 / 60)
+    assert session.allows(100.0) and not session.allows(100.001)
+    clock.now += 101.0
+    assert not session.allows(0.0)
+    assert session.minutes_left() == pytest.approx(-1 / 60)
 
 
-def test_before_any_measure_a_batch_starts_until_the_deadline(clock):
-    session = Session.lasting(1)
-    clock.now += 60.0
-    assert session.allows_batch(last_of_pass=True)
-    clock.now += 0.001
-    assert not session.allows_batch(last_of_pass=False)
+def test_steps_are_predicted_from_the_slowest_recent_batch_and_the_last_pass_end_per_unit_of_budget():
+    times = StepTimes()
+    assert times.batch_needs(4000) == 0 and times.pass_end_needs(4000) == 0  # nothing measured: start if time is left
+    times.batch_took(100.0, 4000)
+    times.batch_took(40.0, 4000)  # the slowest of the recent batches counts, not the last
+    times.pass_end_took(30.0, 4000)
+    times.checkpoint = 2.0
+    assert times.batch_needs(4000) == pytest.approx(102.0)
+    assert times.batch_needs(8000) == pytest.approx(202.0)  # a doubled budget doubles the search's share
+    assert times.pass_end_needs(8000) == pytest.approx(62.0)
+    for _ in range(RECENT_BATCHES):
+        times.batch_took(10.0, 4000)
+    assert times.batch_needs(4000) == pytest.approx(12.0)  # the slow batch is no longer recent
+    assert StepTimes.from_dict(times.as_dict()) == times
 
 
-@pytest.mark.parametrize("minutes", [0, -1, 0.0, math.nan, math.inf, True, "5"])
+@pytest.mark.parametrize("damage", [{"batches": [-1.0]}, {"pass_end": math.nan}, {"checkpoint": math.inf},
+                                    {"batches": "x"}])  # fmt: skip
+def test_step_times_that_are_not_seconds_are_refused(damage):
+    with pytest.raises(ValueError):
+        StepTimes.from_dict({**StepTimes().as_dict(), **damage})
+
+
+@pytest.mark.parametrize("minutes", [0, -1, 0.0, math.nan, math.inf])
 def test_a_session_length_must_be_a_finite_number_of_minutes_above_zero(minutes):
     with pytest.raises(ConfigError, match="--session-minutes must be a number of minutes above 0"):
         check_session_minutes(minutes)
     with pytest.raises(ConfigError, match="session_minutes= must be"):
+        sgps.train("missing.txt", "unused", session_minutes=minutes)
+
+
+@pytest.mark.parametrize("minutes", [True, "5", [5]])
+def test_the_api_names_a_session_length_of_the_wrong_type(minutes):
+    with pytest.raises(TypeError, match="session_minutes must be a number"):
         sgps.train("missing.txt", "unused", session_minutes=minutes)
 
 
@@ -83,18 +98,20 @@ def test_the_commands_refuse_a_bad_session_length_in_one_line(tmp_path, capsys, 
     assert not (tmp_path / "run").exists() and not (tmp_path / "cmp").exists()
 
 
-def test_a_paused_training_says_how_to_go_on_and_resumes_to_the_uninterrupted_run(tmp_path, capsys):
+def test_a_paused_training_says_how_to_go_on_and_resumes_to_the_uninterrupted_run(tmp_path, capsys, monkeypatch):
     problems = tmp_path / "train.txt"
-    assert main(["generate", "tsp", "--count", "6", "--out", str(problems)]) == 0
+    assert main(["generate", "tsp", "--count", "40", "--out", str(problems)]) == 0
     common = ["train", "--problems", str(problems), "--preset", "tiny", "--quiet", "--threads", "1"]
     assert main([*common, "--out", str(tmp_path / "whole")]) == 0
     capsys.readouterr()
-    run = tmp_path / "paused"
-    assert main([*common, "--out", str(run), "--session-minutes", "1e-9"]) == 0  # over before its first batch
+    run, asked = tmp_path / "paused", []
+    with monkeypatch.context() as patch:  # the session's time is up after two batches
+        patch.setattr(Session, "allows", lambda self, seconds: asked.append(seconds) or len(asked) <= 2)
+        assert main([*common, "--out", str(run), "--session-minutes", "60"]) == 0
     printed = capsys.readouterr().out
     assert f"paused; go on with: sgps train --problems {problems} --out {run} --resume" in printed
     assert "paused: the session's time is up" in (run / "log.txt").read_text()
-    assert loop_state(run)["cumulative_expansions"] == 0
+    assert len(rows(run, "train")) == 1 + 2 * 16 and len(asked) == 3  # the tiny preset's batches of 16
     assert main(["train", "--problems", str(problems), "--out", str(run), "--resume", "--quiet", "--threads", "1",
                  "--session-minutes", "60"]) == 0  # fmt: skip
     assert "go on with" not in capsys.readouterr().out
@@ -155,4 +172,4 @@ def test_a_comparisons_training_commands_get_the_minutes_left(tmp_path, clock):
     scheduler.files = SimpleNamespace(train=tmp_path / "train.txt", validation=None)
     clock.now += 600.0
     command = scheduler._train_command(job, resume=False)
-    assert command[command.index("--session-minutes") + 1] == repr(20.0)
+    assert command[command.index("--session-minutes") + 1] == repr(20.0 - STARTUP_MINUTES)

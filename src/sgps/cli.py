@@ -837,10 +837,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         f"{state.seconds:.0f} s -> {args.out}"
     )
     if not state.finished:
-        validation = [] if args.validation is None else ["--validation", str(args.validation)]
-        again = ["sgps", "train", "--problems", str(args.problems), *validation, "--out", str(args.out), "--resume"]
-        print(f"paused; go on with: {shlex.join(again)}")
+        print(f"paused; go on with: {shlex.join(_resume_train_command(args))}")
     return 0
+
+
+def _resume_train_command(args: argparse.Namespace) -> list[str]:
+    """The `sgps train --resume` that goes on with the run `args` trained: its plugins, problems and executor."""
+    command = ["sgps", *(arg for module in args.plugin for arg in ("--plugin", module)), "train",
+               "--problems", str(args.problems)]  # fmt: skip
+    if args.validation is not None:
+        command += ["--validation", str(args.validation)]
+    command += ["--out", str(args.out), "--resume"]
+    if args.executor == "ray":
+        command += ["--executor", "ray", *(["--ray-address", args.ray_address] if args.ray_address else [])]
+    return command
 
 
 def _train_offline(args: argparse.Namespace, plugin: MethodPlugin) -> int:
@@ -850,7 +860,7 @@ def _train_offline(args: argparse.Namespace, plugin: MethodPlugin) -> int:
                           "or --problems (solved first with the exact solver)")  # fmt: skip
     ignored = [name for name, value in (("--validation", args.validation), ("--resume", args.resume),
                ("--executor ray", args.executor == "ray"), ("--max-batches", args.max_batches),
-               ("--session-minutes", args.session_minutes)) if value]  # fmt: skip
+               ("--session-minutes", args.session_minutes)) if value is not None and value is not False]  # fmt: skip
     if ignored:
         unused = ", ".join(ignored)
         raise ConfigError(f"{unused}: not used by --algorithm {args.algorithm}, which learns offline")

@@ -50,6 +50,9 @@ from sgps.training.session import Session
 from sgps.training.setup import evaluator_place, pick_device
 
 POLL_SECONDS = 0.5
+#: What a command of a comparison with `--session-minutes` is expected to take to start (Python, torch,
+#: reading the run): its session is that much shorter than the comparison's time left.
+STARTUP_MINUTES = 0.5
 WAITING, DONE, PAUSED, FAILED = "waiting", "done", "paused", "failed"
 
 
@@ -123,8 +126,9 @@ class Scheduler:
                     for job in list(running):
                         if job.process is not None and job.process.poll() is not None and not self._finish_step(job):
                             running.remove(job)
-                    if self._out_of_time():
-                        for job in [job for job in running if job.status.startswith("testing ")]:
+                    if self._out_of_time():  # tests still running are stopped; one that has just ended is collected
+                        for job in [job for job in running if job.status.startswith("testing ")
+                                    and job.process is not None and job.process.poll() is None]:  # fmt: skip
                             _stop(job)
                             job.process, job.status = None, PAUSED
                             self.display.event(f"{job.run.name}: paused (the session's time is up)")
@@ -211,8 +215,8 @@ class Scheduler:
                         "--workers", str(self.concurrency.workers), "--overwrite"]  # fmt: skip
         if self.max_batches is not None:
             command += ["--max-batches", str(self.max_batches)]
-        if self.session is not None:
-            command += ["--session-minutes", repr(self.session.minutes_left())]
+        if self.session is not None:  # the command's own clock starts once it has started: leave it that time
+            command += ["--session-minutes", repr(self.session.minutes_left() - STARTUP_MINUTES)]
         if self.tensorboard is not None:
             command += ["--tensorboard", str(self.tensorboard / job.run.name)]
         return command
@@ -237,7 +241,8 @@ class Scheduler:
         return command
 
     def _out_of_time(self) -> bool:
-        return self.session is not None and self.session.minutes_left() <= 0
+        """Whether the session's time is up: no command starts now (a training command needs `STARTUP_MINUTES`)."""
+        return self.session is not None and self.session.minutes_left() <= STARTUP_MINUTES
 
     # -- display ------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from sgps.search.engine import SearchResult
 from sgps.search.evaluators import ObservationEvaluator
 from sgps.training.budget import Budgets, PassOutcome, get_schedule
 from sgps.training.randomness import numpy_state, restore_numpy_state
-from sgps.training.session import Session
+from sgps.training.session import Session, StepTimes
 from sgps.training.solution_memory import check_memory, recall, remember
 
 
@@ -344,6 +344,7 @@ class Bootstrap:
         self.schedule = get_schedule(config.schedule)
         self.rng = np.random.default_rng(config.seed)
         self.state = LoopState(train_budget=config.initial_budget, validation_budget=config.initial_budget)
+        self.step_times = StepTimes()  # what the run's recent steps took (`--session-minutes` predicts from them)
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -353,8 +354,9 @@ class Bootstrap:
         on_batch: Callable[[LoopState], None] | None = None,
         session: Session | None = None,
     ) -> LoopState:
-        """Train until a stopping rule fires, or for `max_batches` more batches, or until the next batch
-        would not be over before the `session` ends (then checkpoint and stop: the run resumes from there).
+        """Train until a stopping rule fires, or for `max_batches` more batches, or until the next step
+        (a batch, or a pass end) would not be over before the `session` ends, as predicted from the
+        run's `step_times`; then checkpoint and stop: the run resumes from there.
 
         `on_batch` is called with the loop state after every training batch (progress display).
         """
@@ -375,19 +377,19 @@ class Bootstrap:
                 state.order = [int(i) for i in self.rng.permutation(len(self.train))]
                 state.unique_before_pass = len(state.solved)
             while state.next_batch < batches_per_pass:
-                out_of_time = session is not None and not session.allows_batch(state.next_batch + 1 == batches_per_pass)
-                if (max_batches is not None and batches_run >= max_batches) or out_of_time:
-                    if out_of_time:
-                        self.run_dir.log("paused: the session's time is up (resume to go on)")
-                    state.seconds = time.perf_counter() - started
-                    self.checkpoint()
-                    return state
+                needed = self.step_times.batch_needs(state.train_budget)
+                if state.next_batch + 1 == batches_per_pass:
+                    needed += self.step_times.pass_end_needs(state.validation_budget)
+                if max_batches is not None and batches_run >= max_batches:
+                    return self._pause(started)
+                if session is not None and not session.allows(needed):
+                    return self._pause(started, "paused: the session's time is up (resume to go on)")
                 reason = self._limit_reached(started)
                 if reason is not None:
                     self.run_dir.log(f"stopping: {reason} reached")
                     self._finish(reason)
                     break
-                batch_started = time.monotonic()
+                batch_started, budget = time.monotonic(), state.train_budget
                 self._train_batch(state.next_batch, started)
                 state.next_batch += 1
                 batches_run += 1
@@ -396,19 +398,27 @@ class Bootstrap:
                 if config.validate_every and state.next_batch % config.validate_every == 0 \
                         and state.next_batch < batches_per_pass:  # fmt: skip
                     self._validate_within_pass()
+                self.step_times.batch_took(time.monotonic() - batch_started, budget)
                 if (state.next_batch - 1) % config.checkpoint_every == 0:
                     state.seconds = time.perf_counter() - started
                     self.checkpoint()
-                if session is not None:
-                    session.batch_took(time.monotonic() - batch_started)
-            pass_end_started = time.monotonic()
             if not state.finished:
+                if session is not None and not session.allows(self.step_times.pass_end_needs(state.validation_budget)):
+                    return self._pause(started, "paused: the session's time is up (resume to go on)")
+                pass_end_started, budget = time.monotonic(), state.validation_budget
                 self._end_of_pass(started)
+                self.step_times.pass_end_took(time.monotonic() - pass_end_started, budget)
             state.seconds = time.perf_counter() - started
             self.checkpoint()
-            if session is not None and not state.finished:
-                session.pass_end_took(time.monotonic() - pass_end_started)
         return state
+
+    def _pause(self, started: float, why: str = "") -> LoopState:
+        """Stop here, resumably: log `why` (if any) and checkpoint."""
+        if why:
+            self.run_dir.log(why)
+        self.state.seconds = time.perf_counter() - started
+        self.checkpoint()
+        return self.state
 
     def why_finished(self) -> str | None:
         """Why the run, as loaded, cannot train on (None when it can): a stopping rule, or a limit not raised.
@@ -616,8 +626,11 @@ class Bootstrap:
             "log_lines": self.run_dir.log_lines(),
             "fingerprint": self.fingerprint,
             "device": self.device,
+            "step_times": self.step_times.as_dict(),
         }
+        written = time.monotonic()
         self.run_dir.save_checkpoint(payload, self.method.save_model)
+        self.step_times.checkpoint = time.monotonic() - written
 
     def resume(self) -> None:
         """Restore the state of the last checkpoint and cut the metrics back to it."""
@@ -642,9 +655,10 @@ class Bootstrap:
                 raise ValueError("the model or optimiser state holds NaN or infinite values")
             self.method.load_state_dict(payload["method"])
             restore_numpy_state(self.rng, payload["rng"])
+            step_times = StepTimes.from_dict(payload["step_times"]) if "step_times" in payload else StepTimes()
         except (TypeError, KeyError, ValueError, RuntimeError) as error:
             raise CheckpointError(f"{path}: does not fit this run ({_first_line(error)})") from None
-        self.state = state
+        self.state, self.step_times = state, step_times
         self.last_device = str(payload["device"]) if "device" in payload else None
         self.run_dir.truncate(payload["rows"])
         if "log_lines" in payload:  # checkpoints written before the log was counted keep their log

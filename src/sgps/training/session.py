@@ -3,12 +3,16 @@
 A long run is carried over several sessions of limited length: a batch job's wall-time on a
 cluster, a machine lent for some hours. Stopping it from outside (SIGTERM) loses the batches
 since the last checkpoint and may cut a batch or a validation in the middle; a time limit
-(`bootstrap.time_limit_minutes`) ends the run instead of pausing it. A `Session` lets the loop
-stop on its own at a batch boundary, after a checkpoint, before the session's end: a batch
-starts only if the slowest batch this command has trained (its search, update, validation and
-checkpoint), and, when it is the last batch of its pass, also the slowest pass end (validation
-and budget update), would still be over by the deadline. Before its first batch a command has
-no measure, so that batch starts if the deadline has not passed.
+(`bootstrap.time_limit_minutes`) ends the run as a guard's cut instead of pausing it. A
+`Session` lets the loop stop on its own at a step boundary, after a checkpoint, before the
+session's end.
+
+What a step will take is predicted from what the run's recent steps took (`StepTimes`, kept in
+the run's checkpoint, so a resumed command knows them too): a batch from the slowest of the
+last `RECENT_BATCHES` batches, a pass end (validation and budget update) from the last one, each
+per unit of the budget it searched with, so that a budget doubled at a pass end doubles the
+prediction; and the checkpoint written after the step. A step with nothing measured yet (a new
+run's first batch or first pass end) starts if the deadline has not passed.
 
 The pause changes nothing the run computes: it stops where `max_batches` would have, and
 ``sgps train --resume`` goes on as from any checkpoint (the same rows and weights as a run
@@ -19,9 +23,14 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from sgps.errors import ConfigError
+
+#: How many of a run's latest batches the prediction of the next one looks at.
+RECENT_BATCHES = 8
 
 
 def check_session_minutes(minutes: float | None, flag: str = "--session-minutes") -> None:
@@ -34,15 +43,47 @@ def check_session_minutes(minutes: float | None, flag: str = "--session-minutes"
 
 
 @dataclass
-class Session:
-    """The deadline of one training command and the slowest steps it has measured so far.
+class StepTimes:
+    """What a run's recent steps took: seconds per unit of budget of its latest batches and of its
+    last pass end, and the seconds of its last checkpoint."""
 
-    `deadline` is a `time.monotonic()` reading; the durations are seconds.
-    """
+    batches: list[float] = field(default_factory=list)  # the latest `RECENT_BATCHES`, oldest first
+    pass_end: float = 0.0
+    checkpoint: float = 0.0
+
+    def batch_took(self, seconds: float, budget: int) -> None:
+        self.batches = [*self.batches, seconds / max(budget, 1)][-RECENT_BATCHES:]
+
+    def pass_end_took(self, seconds: float, budget: int) -> None:
+        self.pass_end = seconds / max(budget, 1)
+
+    def batch_needs(self, budget: int) -> float:
+        """Seconds the next batch, at `budget`, and its checkpoint are expected to take."""
+        return max(self.batches, default=0.0) * budget + self.checkpoint
+
+    def pass_end_needs(self, budget: int) -> float:
+        """Seconds the next pass end, validating at `budget`, and its checkpoint are expected to take."""
+        return self.pass_end * budget + self.checkpoint
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"batches": list(self.batches), "pass_end": self.pass_end, "checkpoint": self.checkpoint}
+
+    @classmethod
+    def from_dict(cls, saved: Mapping[str, Any]) -> StepTimes:
+        """The times a checkpoint holds; a `ValueError` unless they are finite seconds of 0 or more."""
+        batches = [float(value) for value in saved["batches"]]
+        times = cls(batches[-RECENT_BATCHES:], float(saved["pass_end"]), float(saved["checkpoint"]))
+        if not all(math.isfinite(value) and value >= 0 for value in (*times.batches, times.pass_end,
+                                                                      times.checkpoint)):  # fmt: skip
+            raise ValueError("step times that are not finite seconds of 0 or more")
+        return times
+
+
+@dataclass(frozen=True)
+class Session:
+    """The deadline of one training command, a `time.monotonic()` reading."""
 
     deadline: float
-    slowest_batch: float = 0.0
-    slowest_pass_end: float = 0.0
 
     @classmethod
     def lasting(cls, minutes: float) -> Session:
@@ -53,13 +94,6 @@ class Session:
     def minutes_left(self) -> float:
         return (self.deadline - time.monotonic()) / 60.0
 
-    def allows_batch(self, last_of_pass: bool) -> bool:
-        """Whether the next batch (and its pass end, if it is the last of its pass) fits before the deadline."""
-        needed = self.slowest_batch + (self.slowest_pass_end if last_of_pass else 0.0)
-        return time.monotonic() + needed <= self.deadline
-
-    def batch_took(self, seconds: float) -> None:
-        self.slowest_batch = max(self.slowest_batch, seconds)
-
-    def pass_end_took(self, seconds: float) -> None:
-        self.slowest_pass_end = max(self.slowest_pass_end, seconds)
+    def allows(self, seconds: float) -> bool:
+        """Whether a step of `seconds` started now ends by the deadline."""
+        return time.monotonic() + seconds <= self.deadline
