@@ -49,14 +49,15 @@ def test_a_step_starts_only_if_it_would_end_by_the_deadline(clock):
 
 def test_steps_are_predicted_from_the_slowest_recent_batch_and_the_last_pass_end_per_unit_of_budget():
     times = StepTimes()
-    assert times.batch_needs(4000) == 0 and times.pass_end_needs(4000) == 0  # nothing measured: start if time is left
+    assert times.batch_needs(4000) == 0 and times.pass_end_needs(4000, 3) == 0  # nothing measured: start if time left
     times.batch_took(100.0, 4000)
     times.batch_took(40.0, 4000)  # the slowest of the recent batches counts, not the last
-    times.pass_end_took(30.0, 4000)
     times.checkpoint = 2.0
+    assert times.pass_end_needs(4000, 3) == pytest.approx(302.0)  # no pass end yet: 3 batches' worth of validation
+    times.pass_end_took(30.0, 4000)
     assert times.batch_needs(4000) == pytest.approx(102.0)
     assert times.batch_needs(8000) == pytest.approx(202.0)  # a doubled budget doubles the search's share
-    assert times.pass_end_needs(8000) == pytest.approx(62.0)
+    assert times.pass_end_needs(8000, 3) == pytest.approx(62.0)
     for _ in range(RECENT_BATCHES):
         times.batch_took(10.0, 4000)
     assert times.batch_needs(4000) == pytest.approx(12.0)  # the slow batch is no longer recent

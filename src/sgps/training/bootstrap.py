@@ -372,6 +372,7 @@ class Bootstrap:
             self.run_dir.log("limits raised: continuing")
         batches_run = 0
         batches_per_pass = -(-len(self.train) // config.batch_size)
+        validation_batches = -(-len(self.validation) // config.batch_size)
         while not state.finished:
             if state.next_batch == 0 and not state.order:
                 state.order = [int(i) for i in self.rng.permutation(len(self.train))]
@@ -379,7 +380,7 @@ class Bootstrap:
             while state.next_batch < batches_per_pass:
                 needed = self.step_times.batch_needs(state.train_budget)
                 if state.next_batch + 1 == batches_per_pass:
-                    needed += self.step_times.pass_end_needs(state.validation_budget)
+                    needed += self.step_times.pass_end_needs(state.validation_budget, validation_batches)
                 if max_batches is not None and batches_run >= max_batches:
                     return self._pause(started)
                 if session is not None and not session.allows(needed):
@@ -403,7 +404,8 @@ class Bootstrap:
                     state.seconds = time.perf_counter() - started
                     self.checkpoint()
             if not state.finished:
-                if session is not None and not session.allows(self.step_times.pass_end_needs(state.validation_budget)):
+                pass_end = self.step_times.pass_end_needs(state.validation_budget, validation_batches)
+                if session is not None and not session.allows(pass_end):
                     return self._pause(started, "paused: the session's time is up (resume to go on)")
                 pass_end_started, budget = time.monotonic(), state.validation_budget
                 self._end_of_pass(started)

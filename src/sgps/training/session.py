@@ -9,10 +9,11 @@ session's end.
 
 What a step will take is predicted from what the run's recent steps took (`StepTimes`, kept in
 the run's checkpoint, so a resumed command knows them too): a batch from the slowest of the
-last `RECENT_BATCHES` batches, a pass end (validation and budget update) from the last one, each
-per unit of the budget it searched with, so that a budget doubled at a pass end doubles the
-prediction; and the checkpoint written after the step. A step with nothing measured yet (a new
-run's first batch or first pass end) starts if the deadline has not passed.
+last `RECENT_BATCHES` batches, a pass end (validation and budget update) from the last one (before
+the first, from its validation's batches taken as training batches), each per unit of the budget
+it searched with, so that a budget doubled at a pass end doubles the prediction; and the
+checkpoint written after the step. A new run's first batch, with nothing measured yet, starts if
+the deadline has not passed.
 
 The pause changes nothing the run computes: it stops where `max_batches` would have, and
 ``sgps train --resume`` goes on as from any checkpoint (the same rows and weights as a run
@@ -61,9 +62,15 @@ class StepTimes:
         """Seconds the next batch, at `budget`, and its checkpoint are expected to take."""
         return max(self.batches, default=0.0) * budget + self.checkpoint
 
-    def pass_end_needs(self, budget: int) -> float:
-        """Seconds the next pass end, validating at `budget`, and its checkpoint are expected to take."""
-        return self.pass_end * budget + self.checkpoint
+    def pass_end_needs(self, budget: int, validation_batches: int) -> float:
+        """Seconds the next pass end, validating at `budget`, and its checkpoint are expected to take.
+
+        Before any pass end is measured, its validation is taken for `validation_batches` batches
+        like the slowest recent training batch (searches and an update: an overestimate), so that a
+        run whose passes outlast a session does not start its first validation blind.
+        """
+        per_budget = self.pass_end or validation_batches * max(self.batches, default=0.0)
+        return per_budget * budget + self.checkpoint
 
     def as_dict(self) -> dict[str, Any]:
         return {"batches": list(self.batches), "pass_end": self.pass_end, "checkpoint": self.checkpoint}
