@@ -332,8 +332,7 @@ def train(
     if tensorboard is not None:
         _path("tensorboard", tensorboard, "a folder")
     threads, max_batches = _whole(threads), _whole(max_batches)
-    minutes_type = type(session_minutes)
-    if session_minutes is not None and (minutes_type is bool or not isinstance(session_minutes, numbers.Real)):
+    if session_minutes is not None and (type(session_minutes) is bool or not isinstance(session_minutes, numbers.Real)):
         raise TypeError(f"session_minutes must be a number, not {type(session_minutes).__name__} {session_minutes!r}")
     session_minutes = None if session_minutes is None else float(session_minutes)
     check_session_minutes(session_minutes, "session_minutes=")

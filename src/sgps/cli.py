@@ -292,8 +292,8 @@ def _add_train_command(commands: Any) -> None:
     )
     train_cmd.add_argument(
         "--session-minutes", type=_float, metavar="MIN",
-        help="stop within MIN minutes, after a checkpoint, before a batch the slowest so far says would end "
-             "later; resumable with --resume",
+        help="stop within MIN minutes, after a checkpoint, before a step that the run's recent ones say would "
+             "end later; resumable with --resume",
     )  # fmt: skip
     train_cmd.add_argument(
         "--tensorboard", metavar="DIR", help="also log the run to TensorBoard event files in DIR (tensorboard extra)"

@@ -130,8 +130,8 @@ class Scheduler:
                         for job in [job for job in running if job.status.startswith("testing ")
                                     and job.process is not None and job.process.poll() is None]:  # fmt: skip
                             _stop(job)
-                            job.process, job.status = None, PAUSED
-                            self.display.event(f"{job.run.name}: paused (the session's time is up)")
+                            job.process = None
+                            self._pause_for_time(job)
                             running.remove(job)
                     self.display.status(self._status_lines(len(waiting)))
                     if running:
@@ -167,8 +167,7 @@ class Scheduler:
                 self.display.event(f"{job.run.name}: {job.status}")
             return False
         if self._out_of_time():
-            job.status = PAUSED
-            self.display.event(f"{job.run.name}: paused (the session's time is up)")
+            self._pause_for_time(job)
             return False
         job.status, command = step
         orphaned = _orphaned_results(job.path) if "--overwrite" in command and job.run.config is not None else []
@@ -243,6 +242,10 @@ class Scheduler:
     def _out_of_time(self) -> bool:
         """Whether the session's time is up: no command starts now (a training command needs `STARTUP_MINUTES`)."""
         return self.session is not None and self.session.minutes_left() <= STARTUP_MINUTES
+
+    def _pause_for_time(self, job: Job) -> None:
+        job.status = PAUSED
+        self.display.event(f"{job.run.name}: paused (the session's time is up)")
 
     # -- display ------------------------------------------------------------------------
 

@@ -269,6 +269,9 @@ GUARD_STOPS = ("iteration limit", "wall-clock limit")
 LIMIT_STOPS = ("expansion limit", *GUARD_STOPS)
 
 
+#: What a run's log says when `--session-minutes` paused it.
+SESSION_OVER = "paused: the session's time is up (resume to go on)"
+
 #: The `BootstrapConfig` settings that end a run by a limit (`LIMIT_STOPS`); 0 means no limit.
 LIMIT_SETTINGS = ("max_iterations", "time_limit_minutes", "max_expansions")
 
@@ -384,7 +387,7 @@ class Bootstrap:
                 if max_batches is not None and batches_run >= max_batches:
                     return self._pause(started)
                 if session is not None and not session.allows(needed):
-                    return self._pause(started, "paused: the session's time is up (resume to go on)")
+                    return self._pause(started, SESSION_OVER)
                 reason = self._limit_reached(started)
                 if reason is not None:
                     self.run_dir.log(f"stopping: {reason} reached")
@@ -406,7 +409,7 @@ class Bootstrap:
             if not state.finished:
                 pass_end = self.step_times.pass_end_needs(state.validation_budget, validation_batches)
                 if session is not None and not session.allows(pass_end):
-                    return self._pause(started, "paused: the session's time is up (resume to go on)")
+                    return self._pause(started, SESSION_OVER)
                 pass_end_started, budget = time.monotonic(), state.validation_budget
                 self._end_of_pass(started)
                 self.step_times.pass_end_took(time.monotonic() - pass_end_started, budget)
