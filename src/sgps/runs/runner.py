@@ -370,13 +370,15 @@ def _csv_rows(data: bytes) -> list[list[str]]:
 def _run_with_progress(
     bootstrap: Bootstrap, train_count: int, quiet: bool, max_batches: int | None, session: Session | None
 ) -> LoopState:
-    """Run the loop under a progress bar (iteration, budget, solved, expansions/s)."""
-    started = time.perf_counter()
+    """Run the loop under a progress bar (iteration, budget, solved, expansions/s).
+
+    The rate is this command's: a resumed run's earlier expansions are not divided by its seconds."""
+    started, expansions_before = time.perf_counter(), bootstrap.state.cumulative_expansions
     with tqdm(desc="training", unit="batch", disable=quiet, leave=False) as bar:
 
         def progress(state: LoopState) -> None:
             bar.update(1)
-            rate = state.cumulative_expansions / max(time.perf_counter() - started, 1e-9)
+            rate = (state.cumulative_expansions - expansions_before) / max(time.perf_counter() - started, 1e-9)
             bar.set_postfix(
                 iteration=state.iteration,
                 budget=state.train_budget,
