@@ -19,7 +19,8 @@ after a later sgps changes what the name means.
   hard BoulderDash training set, PHS*(π^SG) with both from the first batch solved its first
   level after 23.04 M expansions and 45 updates, against the paper's loop's 36.61 M and 286,
   10% of the 10,000 after 51.07 M and 123, 50% after 57.21 M and 248 and 90% after 69.14 M
-  and 516, against the campaign's 113.45 M and 548, 123.52 M and 702 and 132.03 M and 892
+  and 516, against the campaign's 113.45 M and 548, 123.52 M and 702 and 132.03 M and 892,
+  and all 10,000 after 73.99 M and 626, where the paper's run needed 85.47 M
   (docs/results/recipes.md).
 - ``memory``: the paper's loop with the solution memory of 32 alone (its budgets). On hard TSP
   with 8 cities PHS*(π^SG) solved all 317 training problems with 14.2%, 9.1% and 0.2% fewer
