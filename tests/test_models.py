@@ -155,3 +155,43 @@ def test_in_place_relus_of_the_code_conditioned_networks_change_no_value_or_grad
     )
     assert torch.equal(out, plain_out)
     assert all(torch.equal(a, b) for a, b in zip(grads, plain_grads, strict=True))
+
+
+@pytest.mark.parametrize("heads", ["both", "policy only", "subgoal"])
+def test_a_cpu_evaluation_in_chunks_answers_as_one_call_in_the_batchs_order(heads, monkeypatch):
+    """A large CPU call goes through the networks in chunks (`CPU_CHUNK_BYTES`): the answers are those of one
+    call, state by state in the batch's order, with a head that answers None answering None (LevinTS has no
+    heuristic), also where the last chunk is shorter."""
+    from sgps.models import evaluator as evaluators
+    from sgps.training.config import resolve_config
+    from sgps.training.setup import build_subgoal_method
+
+    domain = get_domain("boxworld")
+    states = [domain.generate(seed) for seed in range(10)]
+    if heads == "subgoal":
+        config = resolve_config("tiny", overrides={"run": {"algorithm": "phs-sg", "device": "cpu"}})
+        evaluator = build_subgoal_method(domain, states[0], config).evaluator()
+    else:
+        evaluator = NetworkEvaluator(domain, tiny_network(domain, states[0], heuristic=heads == "both"))
+    whole = evaluator(states)
+    calls = []
+    answers = evaluator._answers
+    monkeypatch.setattr(evaluator, "_answers", lambda tensor: calls.append(len(tensor)) or answers(tensor))
+    per_state = domain.observe(states[:1]).nbytes
+    monkeypatch.setattr(evaluators, "CPU_CHUNK_BYTES", 3 * per_state + per_state // 2)  # three states a chunk
+    chunked = evaluator(states)
+    assert calls == [3, 3, 3, 1]
+    for one, other, missing in zip(whole, chunked, [False, heads == "policy only"], strict=True):
+        assert (one is None, other is None) == (missing, missing)
+        if one is not None:
+            np.testing.assert_allclose(other, one, rtol=1e-5, atol=1e-6)
+    calls.clear()
+    assert evaluator(states[:3])[0].shape[0] == 3 and calls == [3]  # a batch within one chunk: one call
+
+
+def test_a_chunk_holds_at_least_one_state_and_80_craftworld_states():
+    from sgps.models.evaluator import CPU_CHUNK_BYTES, chunk_states
+
+    assert chunk_states(torch.zeros(5, 27, 22, 22)) == CPU_CHUNK_BYTES // (27 * 22 * 22 * 4) == 80
+    assert chunk_states(torch.zeros(2, 3, 2048, 2048)) == 1
+    assert chunk_states(torch.zeros(4, 2, 2, 2, dtype=torch.float64), chunk_bytes=128) == 2

@@ -5,6 +5,12 @@ An evaluator answers a batch of states in two steps: the domain's observations o
 (`evaluate_observations`). Calling it does both. The split lets search processes
 compute observations themselves and send only arrays to one shared evaluator
 (`sgps.execution.shared`), which calls `evaluate_observations` on the batched requests.
+
+On a CPU a large call goes through the networks in chunks of `CPU_CHUNK_BYTES` of
+observations: a lockstep call of 32 searches gathering 32 children each holds about 1,000
+states, whose activations (tens of MB) spill out of the core's caches: CraftWorld and BoxWorld
+networks then run up to 1.4x slower per state than on chunks of about a hundred states
+(docs/search.md, "Evaluation chunks"; `benchmarks/evaluation_chunks.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,25 @@ from sgps.models.resnet import network_input
 from sgps.models.subgoal import SubgoalModel
 
 Answers = tuple[np.ndarray | None, np.ndarray | None]
+
+#: The observations (in bytes) of one chunk of a CPU evaluation: 80 CraftWorld or 157 BoulderDash
+#: states, within a few percent of the fastest chunk of the `cpu` preset's networks on every domain.
+CPU_CHUNK_BYTES = 4 * 2**20
+
+
+def chunk_states(observations: torch.Tensor, chunk_bytes: int | None = None) -> int:
+    """How many states of `observations` [B, C, H, W] one chunk of `chunk_bytes` (`CPU_CHUNK_BYTES`) holds,
+    at least one."""
+    per_state = observations[0].numel() * observations.element_size() if len(observations) else 1
+    return max(1, (CPU_CHUNK_BYTES if chunk_bytes is None else chunk_bytes) // per_state)
+
+
+def _joined(parts: Sequence[Answers]) -> Answers:
+    """The answers of consecutive chunks as one batch's (a head that answers None does so in every chunk)."""
+    policies = [policy for policy, _ in parts]
+    values = [value for _, value in parts]
+    return (None if policies[0] is None else np.concatenate(policies),
+            None if values[0] is None else np.concatenate(values))  # fmt: skip
 
 
 class _ModelEvaluator:
@@ -46,12 +71,15 @@ class _ModelEvaluator:
         return self.evaluate_observations(self.domain.observe(states))
 
     def evaluate_observations(self, observations: np.ndarray) -> Answers:
-        """The answers for a batch of observations [B, C, H, W]."""
+        """The answers for a batch of observations [B, C, H, W] (on a CPU, chunk by chunk)."""
         tensor = network_input(observations, self.device)
         if self.module.training:
             self.module.eval()
+        size = chunk_states(tensor) if self.device.type == "cpu" else len(tensor)
         with torch.inference_mode(), number_format(self.device, self.precision):
-            return self._answers(tensor)
+            if size >= len(tensor):
+                return self._answers(tensor)
+            return _joined([self._answers(tensor[start : start + size]) for start in range(0, len(tensor), size)])
 
     def _answers(self, observations: torch.Tensor) -> Answers:
         raise NotImplementedError
