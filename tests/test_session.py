@@ -18,7 +18,7 @@ from sgps.experiments.plan import RunSpec
 from sgps.experiments.progress import ProgressDisplay
 from sgps.experiments.runner import PAUSED, STARTUP_MINUTES, Job, Scheduler
 from sgps.training import session as session_module
-from sgps.training.session import RECENT_BATCHES, Session, StepTimes, check_session_minutes
+from sgps.training.session import RECENT_BATCHES, STALL_FACTOR, Session, StepTimes, check_session_minutes
 
 
 class Clock:
@@ -62,6 +62,20 @@ def test_steps_are_predicted_from_the_slowest_recent_batch_and_the_last_pass_end
         times.batch_took(10.0, 4000)
     assert times.batch_needs(4000) == pytest.approx(12.0)  # the slow batch is no longer recent
     assert StepTimes.from_dict(times.as_dict()) == times
+
+
+def test_one_stalled_batch_does_not_shorten_the_next_sessions_but_a_slow_pace_does():
+    times = StepTimes(checkpoint=1.0)
+    for seconds in (30.0, 20.0, 25.0, 1500.0, 28.0, 22.0, 26.0, 24.0):  # one batch stopped for 25 minutes
+        times.batch_took(seconds, 4000)
+    assert times.batch_needs(4000) == pytest.approx(STALL_FACTOR * 30.0 + 1.0)  # twice the second slowest
+    assert times.pass_end_needs(4000, 3) == pytest.approx(3 * STALL_FACTOR * 30.0 + 1.0)  # no pass end yet
+    times.batch_took(1400.0, 4000)  # a second slow batch among the recent ones is the run's pace, not a stall
+    assert times.batch_needs(4000) == pytest.approx(1501.0)
+    varied = StepTimes(batches=[10.0, 19.0, 12.0, 11.0])  # within the factor: the slowest counts
+    assert varied.batch_needs(1) == pytest.approx(19.0)
+    young = StepTimes(batches=[10.0, 100.0])  # two batches cannot tell a stall from a slow start
+    assert young.batch_needs(1) == pytest.approx(100.0)
 
 
 @pytest.mark.parametrize("damage", [{"batches": [-1.0]}, {"pass_end": math.nan}, {"checkpoint": math.inf},

@@ -9,11 +9,11 @@ session's end.
 
 What a step will take is predicted from what the run's recent steps took (`StepTimes`, kept in
 the run's checkpoint, so a resumed command knows them too): a batch from the slowest of the
-last `RECENT_BATCHES` batches, a pass end (validation and budget update) from the last one (before
-the first, from its validation's batches taken as training batches), each per unit of the budget
-it searched with, so that a budget doubled at a pass end doubles the prediction; and the
-checkpoint written after the step. A new run's first batch, with nothing measured yet, starts if
-the deadline has not passed.
+last `RECENT_BATCHES` batches (a stall excepted, see `StepTimes.recent_batch`), a pass end
+(validation and budget update) from the last one (before the first, from its validation's
+batches taken as training batches), each per unit of the budget it searched with, so that a
+budget doubled at a pass end doubles the prediction; and the checkpoint written after the step.
+A new run's first batch, with nothing measured yet, starts if the deadline has not passed.
 
 The pause changes nothing the run computes: it stops where `max_batches` would have, and
 ``sgps train --resume`` goes on as from any checkpoint (the same rows and weights as a run
@@ -32,6 +32,11 @@ from sgps.errors import ConfigError
 
 #: How many of a run's latest batches the prediction of the next one looks at.
 RECENT_BATCHES = 8
+
+#: A recent batch slower than this many times the second slowest is taken for a stall (the
+#: process stopped, the machine shared for a while) and counted as this many times the second
+#: slowest, so that one stall does not shorten the run's next `RECENT_BATCHES` sessions.
+STALL_FACTOR = 2.0
 
 
 def check_session_minutes(minutes: float | None, flag: str = "--session-minutes") -> None:
@@ -58,18 +63,32 @@ class StepTimes:
     def pass_end_took(self, seconds: float, budget: int) -> None:
         self.pass_end = seconds / max(budget, 1)
 
+    def recent_batch(self) -> float:
+        """Seconds per unit of budget a batch is expected to take: the slowest recent batch, or,
+        where it took over `STALL_FACTOR` times the second slowest, that many times the second.
+
+        The slowest is the safe guess while batches vary as searches succeed or fail; a single
+        batch far slower than all others is not the run's pace but a pause from outside (a
+        SIGSTOP, a suspended machine, another job), and would otherwise make the run stop early
+        in each session until it is no longer recent.
+        """
+        if len(self.batches) < 3:  # too few to tell a stall from the run's pace
+            return max(self.batches, default=0.0)
+        second_slowest, slowest = sorted(self.batches)[-2:]
+        return min(slowest, STALL_FACTOR * second_slowest)
+
     def batch_needs(self, budget: int) -> float:
         """Seconds the next batch, at `budget`, and its checkpoint are expected to take."""
-        return max(self.batches, default=0.0) * budget + self.checkpoint
+        return self.recent_batch() * budget + self.checkpoint
 
     def pass_end_needs(self, budget: int, validation_batches: int) -> float:
         """Seconds the next pass end, validating at `budget`, and its checkpoint are expected to take.
 
         Before any pass end is measured, its validation is taken for `validation_batches` batches
-        like the slowest recent training batch (searches and an update: an overestimate), so that a
-        run whose passes outlast a session does not start its first validation blind.
+        like a recent training batch (`recent_batch`; searches and an update: an overestimate), so
+        that a run whose passes outlast a session does not start its first validation blind.
         """
-        per_budget = self.pass_end or validation_batches * max(self.batches, default=0.0)
+        per_budget = self.pass_end or validation_batches * self.recent_batch()
         return per_budget * budget + self.checkpoint
 
     def as_dict(self) -> dict[str, Any]:
