@@ -1,4 +1,4 @@
-"""How far PHS*(π^SG)'s searches get on hard BoulderDash before anything is solved.
+"""How far PHS*(π^SG)'s searches get on hard BoulderDash or hard CraftWorld before anything is solved.
 
 Before its first solve, π^SG learns from failed trees only (docs/subgoals.md), and the
 Bootstrap's curve stays flat at "all outstanding": it shows nothing of whether the
@@ -8,12 +8,15 @@ the training searches' evaluator (or the test one, `--evaluator test`), records 
 search graph, and prints per model
 
 - ``solved``: searches that solved their level;
-- ``gems``: the mean over levels of the most diamonds any generated state holds, and how
-  many levels reached 0, 1, 2, ... diamonds (a hard level needs its `gems_required`,
-  4, before the exit opens);
-- ``depth``: the mean over levels of the deepest generated node (the hard levels'
-  optimal solutions are 65-67 moves long);
-- ``exit``: levels where some generated state has the exit open.
+- ``reached``: how far toward its goal a search got, in the domain's own steps, the mean over
+  levels and how many levels reached 0, 1, 2, ... (`furthest`): on BoulderDash the most
+  diamonds any generated state holds (a hard level needs its `gems_required`, 4, before the
+  exit opens); on CraftWorld the most of the level's Use actions done (collecting, crafting,
+  mining: `CraftWorld.uses_needed` of the level less that of the state; an iron pick from
+  nothing takes 10, the goal's own Use included);
+- ``depth``: the mean over levels of the deepest generated node (the hard BoulderDash
+  levels' optimal solutions are 65-67 moves long);
+- ``exit``: BoulderDash levels where some generated state has the exit open.
 
 The models are the networks of one run (its configuration and seed), with the weights of
 ``--weights``: ``latest`` or ``best`` (its checkpoints), ``untrained`` (as its seed
@@ -36,7 +39,8 @@ search at the largest budget thus gives the solves at every smaller one.
 seen where its name says so (``...-updates-N.safetensors``; ``untrained``: 0). ``--plot
 OUT.png --from A.csv B.csv --runs a=RUN_A b=RUN_B`` draws the study's figure: the runs'
 training problems solved against expansions and against updates, and the csv files'
-diamonds and depths against updates; ``--targets A.csv B.csv`` (rows of
+furthest steps (diamonds, Use actions; the ``gems`` column of files written before CraftWorld
+was measured) and depths against updates; ``--targets A.csv B.csv`` (rows of
 benchmarks/subgoal_targets.py) adds how much the codes' subgoals and π_low differ, and
 run folders whose learning.csv has π_low's probe add its share of pairs reached.
 """
@@ -101,7 +105,7 @@ def plot(
     outstanding count less each later one: a few of 10,000 stay visible; on a logarithmic axis
     above 1 once a run passes `LINEAR_UP_TO`) against expansions and against updates (one line
     per run folder),
-    and the most diamonds and the deepest node reached against updates (one line per csv); with
+    and the furthest step and the deepest node reached against updates (one line per csv); with
     `targets` (rows of benchmarks/subgoal_targets.py), how much the K codes' subgoals and π_low's
     actions differ against updates (one pair of lines per csv); for the runs that have it, π_low's
     probe against updates (`probe_curve`)."""
@@ -111,11 +115,11 @@ def plot(
     import matplotlib.pyplot as plt
 
     probes = {name: curve for name, run in runs.items() if (curve := probe_curve(run))[0]}
-    searched = 2 if rows_by_file else 0  # the diamonds and depth panels, drawn only with csv files to draw
+    searched = 2 if rows_by_file else 0  # the furthest-step and depth panels, drawn only with csv files to draw
     panels = 2 + searched + bool(targets) + bool(probes)
     figure, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.8))
     by_expansions, by_updates = axes[:2]
-    gems_axis, depth_axis = axes[2:4] if searched else (None, None)
+    reached_axis, depth_axis = axes[2:4] if searched else (None, None)
     target_axis = axes[2 + searched] if targets else None
     if probes:
         for name, (updates, reached) in probes.items():
@@ -140,9 +144,9 @@ def plot(
         by_expansions.step([int(row["cumulative_expansions"]) / 1e6 for row in rows], solved, where="post", label=name)
         by_updates.step(range(len(rows)), solved, where="post", label=name)
     for name, rows in rows_by_file.items():
-        points = sorted((int(row["updates"]), float(row["gems"]), float(row["depth"]))
+        points = sorted((int(row["updates"]), float(row.get("reached") or row["gems"]), float(row["depth"]))
                         for row in rows if row["updates"])  # fmt: skip
-        gems_axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        reached_axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
         depth_axis.plot([p[0] for p in points], [p[2] for p in points], marker="o", label=name)
     of = f" of {totals.pop():,}" if len(totals) == 1 else ""
     # Once a run takes off (hundreds solved) a linear axis flattens the first solves of the others:
@@ -157,7 +161,8 @@ def plot(
     by_updates.set(xlabel="training batches (π^SG: a learning update each)", ylabel=f"training problems solved{of}",
                    ylim=room)  # fmt: skip
     if searched:
-        gems_axis.set(xlabel="learning updates", ylabel="most diamonds reached (mean over levels)", ylim=(0, 4))
+        reached_axis.set(xlabel="learning updates", ylabel="furthest step reached (mean over levels)")
+        reached_axis.set_ylim(bottom=0)
         depth_axis.set(xlabel="learning updates", ylabel="deepest node reached (mean over levels)")
     for axis in axes:
         axis.grid(alpha=0.3)
@@ -186,20 +191,31 @@ def probe_curve(run: Path) -> tuple[list[int], list[float]]:
     return updates, means
 
 
-def progress(domain: Any, results: list[Any]) -> dict[str, Any]:
-    """What the searches reached: solved count, diamonds, depth, exits opened (diamonds and exits
-    are BoulderDash's; on another domain they stay 0, and the solved counts and depths hold)."""
-    gems, depths, exits = [], [], 0
-    for result in results:
+def furthest(domain: Any, level: Any, states: Any) -> int:
+    """How far toward its goal a search of `level` got over the `states` it generated, in the
+    domain's own steps: BoulderDash, the most diamonds held; CraftWorld, the most Use actions of
+    the level's recipe tree done (`CraftWorld.uses_needed`); another domain, 0."""
+    if domain.name == "boulderdash":
+        return max((state.gems for state in states), default=0)
+    if domain.name == "craftworld":
+        return domain.uses_needed(level) - min((domain.uses_needed(state) for state in states),
+                                               default=domain.uses_needed(level))  # fmt: skip
+    return 0
+
+
+def progress(domain: Any, levels: list[Any], results: list[Any]) -> dict[str, Any]:
+    """What the searches of `levels` reached: solved count, the `furthest` each got, depth, and
+    BoulderDash's exits opened (on the other domains 0; the solved counts and depths hold)."""
+    reached, depths, exits = [], [], 0
+    for level, result in zip(levels, results, strict=True):
         states = result.graph.states if result.graph is not None else ()
-        boulderdash = [state for state in states if hasattr(state, "gems")]
-        gems.append(max((state.gems for state in boulderdash), default=0))
+        reached.append(furthest(domain, level, states))
         depths.append(int(result.graph.depths.max()) if result.graph is not None else 0)
-        exits += any(state.gems >= state.board.extra for state in boulderdash)
+        exits += domain.name == "boulderdash" and any(state.gems >= state.board.extra for state in states)
     return {
         "solved": sum(result.solved for result in results),
-        "gems": sum(gems) / len(gems),
-        "histogram": dict(sorted(Counter(gems).items())),
+        "reached": sum(reached) / len(reached),
+        "histogram": dict(sorted(Counter(reached).items())),
         "depth": sum(depths) / len(depths),
         "exit": exits,
         "expanded": sum(result.expanded for result in results),
@@ -236,7 +252,7 @@ def main() -> None:
     torch.set_num_threads(1)
     levels = read_levels(args.problems).states()[: args.count]  # the run's domain is checked below
     print(f"{args.problems}: first {len(levels)} levels, budget {args.budget}, {args.evaluator} evaluator")
-    print(f"{'model':60s} solved  gems  (levels per most diamonds reached)  depth  exit   exp/s")
+    print(f"{'model':60s} solved reached (levels per furthest step)    depth  exit   exp/s")
     config = load_run_config(args.run / "config.toml")
     if args.mixture is not None:
         config = dataclasses.replace(config, subgoal=dataclasses.replace(config.subgoal, mixture=args.mixture))
@@ -250,9 +266,9 @@ def main() -> None:
                                   epsilon=config.bootstrap.epsilon, batch_size=config.search.evaluation_batch or 1,
                                   record_graph=True)  # fmt: skip
         seconds = time.perf_counter() - start
-        found = progress(domain, results)
-        histogram = " ".join(f"{gems}:{count}" for gems, count in found["histogram"].items())
-        print(f"{label[-60:]:60s} {found['solved']:6d} {found['gems']:5.2f}  ({histogram:32s}) "
+        found = progress(domain, levels, results)
+        histogram = " ".join(f"{steps}:{count}" for steps, count in found["histogram"].items())
+        print(f"{label[-60:]:60s} {found['solved']:6d} {found['reached']:7.2f} ({histogram:32s}) "
               f"{found['depth']:6.1f} {found['exit']:5d} {found['expanded'] / seconds:7.0f}")  # fmt: skip
         within = {f"solved_within_{bound}": sum(result.solved and result.expanded <= bound for result in results)
                   for bound in args.within}  # fmt: skip
@@ -261,7 +277,7 @@ def main() -> None:
         updates = updates_of(label)
         rows.append({"weights": label, "updates": "" if updates is None else updates, "mixture": config.subgoal.mixture,
                      "levels": len(levels),
-                     "budget": args.budget, "solved": found["solved"], "gems": f"{found['gems']:.3f}",
+                     "budget": args.budget, "solved": found["solved"], "reached": f"{found['reached']:.3f}",
                      "histogram": histogram, "depth": f"{found['depth']:.1f}", "exit": found["exit"],
                      **within})  # fmt: skip
     if args.csv is not None:

@@ -1,5 +1,5 @@
 """The π_low label diagnostics of benchmarks/ (pair_labels.py, code_refit.py) on a tiny π^SG run,
-and the probe curve search_progress.py draws.
+and what search_progress.py measures and draws.
 
 They decide what docs/results/hard-boulderdash-campaign-log.md says about why π_low ignores its
 code, so their rows must keep adding up: shares within [0, 1], the departing rows a part of all rows, the variants
@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from sgps.cli import main
-from sgps.domains import get_domain, write_levels
+from sgps.domains import craftworld, get_domain, write_levels
+from sgps.domains.generation import generate_levels, resolve_params
 
 from conftest import REPO
 
@@ -139,6 +140,25 @@ def test_the_solved_panels_turn_logarithmic_once_a_run_takes_off(tmp_path):
     assert few.axes[0].get_ylim() == (0, 11)  # 5 solved: twice that, the upper half for the legend
     assert [axis.get_yscale() for axis in many.axes[:2]] == ["symlog", "symlog"]  # 1,022 solved beside 5
     assert many.axes[0].get_ylim()[1] > 1_022
+
+
+def test_search_progress_measures_craftworld_in_use_actions_done_and_draws_older_rows(tmp_path):
+    spec = importlib.util.spec_from_file_location("search_progress", REPO / "benchmarks" / "search_progress.py")
+    search_progress = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(search_progress)
+    domain = get_domain("craftworld")
+    level = generate_levels(domain, resolve_params(domain, "hard", {"goal": "iron_pick"}), 20000, 1)[0]
+    held = bytearray(level.inventory)
+    held[craftworld.STICK] = held[craftworld.BRONZE_BAR] = 1  # 7 of the iron pick's 10 Use actions done
+    states = [level, level._replace(inventory=bytes(held))]
+    assert search_progress.furthest(domain, level, states[:1]) == 0
+    assert search_progress.furthest(domain, level, states) == 7
+    assert search_progress.furthest(get_domain("tsp"), level, states) == 0  # no steps defined there
+    rows = {"before": [{"updates": "0", "gems": "1.5", "depth": "30.0"}],  # a file from before CraftWorld
+            "now": [{"updates": "4", "reached": "7.0", "depth": "41.0"}]}  # fmt: skip
+    figure = search_progress.plot(rows, {}, tmp_path / "steps.png")
+    drawn = [line.get_ydata()[0] for line in figure.axes[2].get_lines()]
+    assert drawn == [1.5, 7.0] and (tmp_path / "steps.png").stat().st_size > 0
 
 
 def test_search_progress_counts_the_solves_within_a_smaller_budget_as_a_search_at_that_budget(subgoal_run):

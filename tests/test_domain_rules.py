@@ -248,6 +248,21 @@ class TestCraftWorld:
         state = run(self.domain, state, [USE])
         assert cw.inventory_items(state.inventory) == [[cw.STICK, 1]] and self.domain.is_goal(state)
 
+    def test_uses_needed_counts_the_recipe_tree_down_to_the_goal(self):
+        # An iron pick from nothing: wood x2, stick x2, copper, tin, bronze bar, bronze pick, iron, pick.
+        assert self.domain.uses_needed(craft_state(["@"], cw.IRON_PICK, {})) == 10
+        held = {cw.STICK: 1, cw.BRONZE_BAR: 1}  # one stick serves both picks in the bound
+        assert self.domain.uses_needed(craft_state(["@"], cw.IRON_PICK, held)) == 3  # bronze pick, iron, pick
+        assert self.domain.uses_needed(craft_state(["@"], cw.IRON_PICK, {cw.IRON: 1, cw.STICK: 1})) == 1
+        goal = craft_state(["@"], cw.IRON_PICK, {cw.IRON_PICK: 1})
+        assert self.domain.uses_needed(goal) == 0 and self.domain.heuristic(goal) == 0.0
+        state = craft_state(["w ", "@1"], cw.STICK, {})  # collecting and crafting each take one off
+        counts = [self.domain.uses_needed(state)]
+        for _ in range(2):
+            state = self.domain.step(state, USE)
+            counts.append(self.domain.uses_needed(state))
+        assert counts == [2, 1, 0] and self.domain.is_goal(state)
+
     def test_inventory_markers_in_the_observation(self):
         state = craft_state(["@       "], cw.GEM_RING, {cw.WOOD: 2, cw.STICK: 1, cw.IRON_PICK: 1, cw.GEM: 1})
         obs = self.domain.observe([state])[0]

@@ -227,16 +227,21 @@ class CraftWorld(Domain[CraftWorldState]):
             & only_cleared(starts, goals, range(WATER, EMPTY), board)
         )
 
+    def uses_needed(self, state: CraftWorldState) -> int:
+        """Use actions still needed before the goal item is held: a lower bound from the recipe
+        tree and the inventory, ignoring the grid (0 at a goal; an iron pick from nothing takes 10:
+        2 wood, a stick twice, copper, tin, a bronze bar, a bronze pick, the iron, the pick)."""
+        return _uses_needed(state.board.extra, state.inventory, set())
+
     def heuristic(self, state: CraftWorldState) -> float:
-        """Use actions still needed (recipe tree, ignoring the grid) plus the walk to the next object.
+        """Use actions still needed (`uses_needed`) plus the walk to the next object.
 
         Admissible: each Use yields at most one item, and every Use needs the agent
         next to a non-empty cell, at least Manhattan distance - 1 moves away.
         """
-        goal = state.board.extra
-        if state.inventory[goal]:
+        uses = self.uses_needed(state)
+        if uses == 0:
             return 0.0
-        uses = _uses_needed(goal, state.inventory, set())
         cols = state.board.cols
         ar, ac = divmod(state.agent, cols)
         nearest = min(
