@@ -8,7 +8,7 @@ first choice, and the copying majority drowns it; or the destination decides tho
 but the VQ-VAE's K codes keep too little of it. This script tells them apart on one
 weights file of a π^SG run. It draws the failed-tree pairs of `--count` levels as the
 learner does (`pair_labels.failed_tree_samples`, optionally more pairs per tree), splits
-them by level into a fitting and a held-out half, and fits π_low with Adam and
+them by level (one failed tree each) into a fitting and a held-out half, and fits π_low with Adam and
 cross-entropy for `--epochs` epochs:
 
 - ``as-is``: the weights' π_low, not refitted;
@@ -99,11 +99,13 @@ def recoded(rows: FailedRows, vqvae: VQVAE) -> FailedRows:
 
 
 def failed_rows(method: Any, samples: Any, rng: np.random.Generator) -> FailedRows:
-    """The failed-tree rows of `samples`, each tagged with its level's half (levels drawn by `rng`)."""
+    """The failed-tree rows of `samples`, each tagged with its level's half (levels drawn by `rng`):
+    every level searched gives one failed tree, so the rows of a tree, which share states, all
+    fall on one side."""
     lengths = [length for _, _, length in samples.failed_paths]
     if sum(lengths) != len(samples.failed_low):
         raise RuntimeError(f"{len(samples.failed_low)} failed-tree rows but paths of {sum(lengths)} steps")
-    level_of_row = np.repeat(np.asarray(samples.levels_used), lengths)
+    level_of_row = np.repeat(np.asarray(samples.pair_trees), lengths)
     levels = np.unique(level_of_row)
     held_levels = rng.choice(levels, size=len(levels) // 2, replace=False)
     rows = failed_tree_rows(method, samples)

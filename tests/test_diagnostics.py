@@ -15,8 +15,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
+import torch
 
 from sgps.cli import main
 from sgps.domains import craftworld, get_domain, write_levels
@@ -100,6 +103,28 @@ def test_code_refit_fits_each_variant_on_the_rows_it_names(subgoal_run):
         assert math.isnan(float(variants[name]["held_other"]))
     for name in ("as-is", "refit-all", "refit-departing", "fresh-code", "fresh-decoded", "vq-6", "joint-2"):
         assert not math.isnan(float(variants[name]["held_changes"]))
+
+
+def test_code_refit_holds_out_whole_trees_whatever_cluster_level_their_pairs_came_from(monkeypatch):
+    """Rows of one tree share states, so a tree must fall on one side of the split; hard CraftWorld
+    draws every pair at one cluster level, which a split by level would leave with nothing held out."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("code_refit", REPO / "benchmarks" / "code_refit.py")
+    code_refit = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "code_refit", code_refit)  # its dataclasses look their module up
+    spec.loader.exec_module(code_refit)
+    lengths, trees = [2, 1, 3, 2, 1, 2], [0, 0, 1, 2, 3, 3]  # the steps and the failed tree of each pair
+    rows = sum(lengths)
+    samples = SimpleNamespace(failed_paths=[(0, 0, length) for length in lengths], failed_low=np.arange(rows),
+                              pair_trees=trees, levels_used=[3] * len(lengths))  # fmt: skip
+    tensors = {"states": torch.zeros(rows, 1), "targets": torch.zeros(rows, 1), "codes": torch.zeros(rows),
+               "actions": torch.arange(rows), "searched": torch.zeros(rows)}  # fmt: skip
+    monkeypatch.setattr(code_refit, "failed_tree_rows", lambda method, drawn: tensors)
+    held = code_refit.failed_rows(None, samples, np.random.default_rng(0)).held_out.tolist()
+    tree_of_row = [tree for tree, length in zip(trees, lengths, strict=True) for _ in range(length)]
+    sides = {tree: {side for side, of in zip(held, tree_of_row, strict=True) if of == tree} for tree in set(trees)}
+    assert all(len(side) == 1 for side in sides.values())  # no tree split between the halves
+    assert sum(side == {True} for side in sides.values()) == 2  # half of the 4 trees held out
 
 
 def test_the_probe_curve_averages_each_full_window_of_updates(tmp_path):

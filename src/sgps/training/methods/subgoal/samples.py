@@ -184,7 +184,8 @@ class SubgoalSamples:
     high: HighRows
     failed_trees: int = 0
     pair_lengths: list[int] = field(default_factory=list)  # of the failed-tree pairs
-    levels_used: list[int] = field(default_factory=list)  # the level each failed-tree pair came from
+    levels_used: list[int] = field(default_factory=list)  # the cluster level each failed-tree pair came from
+    pair_trees: list[int] = field(default_factory=list)  # the failed tree (0, 1, ... in the batch) of each pair
     chosen_levels: list[int] = field(default_factory=list)  # the level chosen for each failed tree
     cluster_counts: list[int] = field(default_factory=list)  # clusters at that level, per failed tree
     segments: int = 0
@@ -219,6 +220,7 @@ class _Collector:
         self.failed_trees = 0
         self.pair_lengths: list[int] = []
         self.levels_used: list[int] = []
+        self.pair_trees: list[int] = []
         self.chosen_levels: list[int] = []
         self.cluster_counts: list[int] = []
         self.segments = 0
@@ -330,6 +332,7 @@ def collect_samples(
         failed_trees=collector.failed_trees,
         pair_lengths=collector.pair_lengths,
         levels_used=collector.levels_used,
+        pair_trees=collector.pair_trees,
         chosen_levels=collector.chosen_levels,
         cluster_counts=collector.cluster_counts,
         segments=collector.segments,
@@ -358,6 +361,7 @@ def _from_tree_draw(collector: _Collector, draw: TreeDraw, weight: float) -> Non
     collector.chosen_levels.append(draw.chosen_level)
     collector.cluster_counts.append(draw.cluster_count)
     collector.levels_used += draw.levels_used
+    collector.pair_trees += [collector.failed_trees] * len(draw.paths)
     collector.failed_trees += 1
     for states, actions in draw.paths:
         collector.add_path(collector.add_states(states), actions, weight, high_labels=None)
