@@ -105,13 +105,13 @@ def failed_rows(method: Any, samples: Any, rng: np.random.Generator) -> FailedRo
     lengths = [length for _, _, length in samples.failed_paths]
     if sum(lengths) != len(samples.failed_low):
         raise RuntimeError(f"{len(samples.failed_low)} failed-tree rows but paths of {sum(lengths)} steps")
-    level_of_row = np.repeat(np.asarray(samples.pair_trees), lengths)
-    levels = np.unique(level_of_row)
-    held_levels = rng.choice(levels, size=len(levels) // 2, replace=False)
+    tree_of_row = np.repeat(np.asarray(samples.pair_trees), lengths)
+    trees = np.unique(tree_of_row)
+    held_trees = rng.choice(trees, size=len(trees) // 2, replace=False)
     rows = failed_tree_rows(method, samples)
     return FailedRows(states=rows["states"], targets=rows["targets"], codes=rows["codes"], actions=rows["actions"],
                       departing=rows["searched"] != rows["actions"],
-                      held_out=torch.from_numpy(np.isin(level_of_row, held_levels)))  # fmt: skip
+                      held_out=torch.from_numpy(np.isin(tree_of_row, held_trees)))  # fmt: skip
 
 
 def scores(variant: Variant, rows: FailedRows) -> dict[str, float]:

@@ -198,8 +198,8 @@ def furthest(domain: Any, level: Any, states: Any) -> int:
     if domain.name == "boulderdash":
         return max((state.gems for state in states), default=0)
     if domain.name == "craftworld":
-        return domain.uses_needed(level) - min((domain.uses_needed(state) for state in states),
-                                               default=domain.uses_needed(level))  # fmt: skip
+        start = domain.uses_needed(level)
+        return start - min((domain.uses_needed(state) for state in states), default=start)
     return 0
 
 
