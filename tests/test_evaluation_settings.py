@@ -38,7 +38,8 @@ def test_a_run_written_before_the_evaluation_settings_loads_with_their_old_behav
     text = "\n".join(f"[{section}]\n" + "\n".join(f"{key} = {value!r}".replace("'", '"').replace("True", "true")
                                                    .replace("False", "false") for key, value in entries.items()
                                                    if key not in ("precision", "evaluation_batch", "evaluator",
-                                                                  "tree_rng", "code_objective", "action_weight"))
+                                                                  "tree_rng", "code_objective", "action_weight",
+                                                                  "reduce_activation"))
                      for section, entries in config.as_dict().items())  # fmt: skip
     file = tmp_path / "config.toml"
     file.write_text(text + "\n")
@@ -46,6 +47,8 @@ def test_a_run_written_before_the_evaluation_settings_loads_with_their_old_behav
     assert (loaded.search.precision, loaded.search.evaluation_batch, loaded.run.evaluator) == ("float32", 1, "auto")
     assert (loaded.learner.precision, loaded.subgoal.tree_rng) == ("float32", "batch")
     assert (loaded.subgoal.code_objective, loaded.subgoal.action_weight) == ("reconstruction", 1.0)
+    # Its π^SG networks keep the reference's rectified features; a new run's are linear.
+    assert (loaded.subgoal.reduce_activation, config.subgoal.reduce_activation) == ("relu", "none")
 
 
 def test_tf32_is_float32_on_a_cpu_and_bfloat16_stays_close():

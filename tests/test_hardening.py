@@ -101,6 +101,7 @@ BAD_CONFIGS = [
     ("subgoal", "action_weight", "nan"),
     ("subgoal", "action_weight", "'1.0'"),
     ("subgoal", "code_objective", "1"),
+    ("subgoal", "reduce_activation", "'gelu'"),
 ]
 
 

@@ -17,6 +17,7 @@ from sgps.models import (
     mix,
     save_checkpoint,
 )
+from sgps.models.checkpoint import recorded_architecture
 from sgps.models.resnet import set_channels_last
 
 SHAPE = (3, 5, 6)
@@ -209,3 +210,40 @@ def test_channels_last_trunks_give_the_nchw_outputs_of_a_flat_network(batch_norm
     for a, b in zip(fast, plain, strict=True):  # the kernels of each layout round differently (AVX2: up to 6e-5)
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
     assert next(network.parameters()).is_contiguous()  # the weights keep their layout (checkpoints unchanged)
+
+
+def pushed_below_zero(model: SubgoalModel) -> SubgoalModel:
+    """`model` with π_low's 1x1 reduction biased far below zero: every pre-activation negative on every state."""
+    with torch.no_grad():
+        model.low.reduce.bias.fill_(-100.0)
+    return model
+
+
+@pytest.mark.parametrize("activation", ["relu", "none"])
+def test_rectified_features_that_died_stop_learning_and_linear_ones_cannot_die(activation):
+    """The failure seen on hard CraftWorld (docs/subgoals.md, "Dead features"): once the two rectified
+    channels are negative everywhere, π_low is the same for every state and its trunk gets no gradient."""
+    torch.manual_seed(0)
+    model = pushed_below_zero(SubgoalModel(tiny_config(reduce_activation=activation)))
+    states, codes = one_hot_states(6, 1), torch.zeros(6, dtype=torch.long)
+    logits = model.conditioned_on_codes(model.low, states, codes)
+    torch.nn.functional.cross_entropy(logits, torch.arange(6) % 4).backward()
+    trunk_gradient = sum(float(p.grad.abs().sum()) for p in model.low.trunk.parameters())
+    same_for_every_state = bool(torch.allclose(logits, logits[:1].expand_as(logits)))
+    if activation == "relu":
+        assert trunk_gradient == 0.0 and same_for_every_state
+    else:
+        assert trunk_gradient > 0.0 and not same_for_every_state
+
+
+def test_the_reduce_activation_is_part_of_the_architecture_and_older_checkpoints_are_rectified(tmp_path):
+    save_checkpoint(tmp_path / "linear.safetensors", SubgoalModel(tiny_config(reduce_activation="none")))
+    with pytest.raises(CheckpointError, match="reduce_activation"):
+        load_checkpoint(tmp_path / "linear.safetensors", SubgoalModel(tiny_config()))
+    rectified = SubgoalModel(tiny_config())
+    save_checkpoint(tmp_path / "rectified.safetensors", rectified)
+    # The reference's ReLU is left out of the recorded architecture, as in checkpoints written before the option.
+    assert "reduce_activation" not in recorded_architecture(tmp_path / "rectified.safetensors")
+    load_checkpoint(tmp_path / "rectified.safetensors", SubgoalModel(tiny_config(reduce_activation="relu")))
+    with pytest.raises(ValueError, match="reduce_activation must be one of relu, none, not 'gelu'"):
+        tiny_config(reduce_activation="gelu")

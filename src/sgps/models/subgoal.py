@@ -22,7 +22,7 @@ eq. 4 exactly). The search engine adds the ε-uniform noise afterwards.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -33,6 +33,8 @@ from sgps.models.vqvae import VQVAE
 
 CONDITIONINGS = ("code-vector", "decoded-state")
 MIXTURES = ("geometric", "arithmetic")
+#: After variant F's 1x1 reduction: the reference's ReLU, or nothing (`CodeConditioned`).
+REDUCE_ACTIVATIONS = ("relu", "none")
 #: Added to probabilities before the logarithm in the geometric mixture (as the reference).
 LOG_FLOOR = 1e-8
 
@@ -54,16 +56,30 @@ class SubgoalModelConfig:
     hidden: int = 512  # the two hidden layers of their MLP heads
     unconditional_channels: int = 64
     unconditional_blocks: int = 4
+    #: What follows variant F's 1x1 reduction (`REDUCE_ACTIVATIONS`); added after checkpoints were
+    #: written, all with the reference's ReLU, which is therefore the default here.
+    reduce_activation: str = field(default="relu", metadata={"omit_when_default": True})
 
     def __post_init__(self) -> None:
         if self.conditioning not in CONDITIONINGS:
             raise ValueError(f"conditioning must be one of {', '.join(CONDITIONINGS)}, not {self.conditioning!r}")
+        if self.reduce_activation not in REDUCE_ACTIVATIONS:
+            raise ValueError(f"reduce_activation must be one of {', '.join(REDUCE_ACTIVATIONS)}, "
+                             f"not {self.reduce_activation!r}")  # fmt: skip
         if self.codebook_size < 1:
             raise ValueError("codebook_size must be at least 1")
 
 
 class CodeConditioned(nn.Module):
-    """Variant F: features f(s) once per state (trunk, 1x1 reduce to 2, ReLU), then an MLP on (f(s), e)."""
+    """Variant F: features f(s) once per state (trunk, 1x1 reduce to 2, `reduce_activation`), then an
+    MLP on (f(s), e).
+
+    The reference applies a ReLU after the reduction (spec Q17). With only two channels it can
+    die: once every pre-activation is negative on every state, f(s) is zero, no gradient reaches
+    the trunk or the reduction again, and the network reads its code alone for the rest of the
+    run (docs/subgoals.md, "Dead features"). ``none`` leaves the reduction linear; the MLP's
+    first layer is followed by a ReLU either way.
+    """
 
     def __init__(self, config: SubgoalModelConfig, out: int) -> None:
         super().__init__()
@@ -71,9 +87,11 @@ class CodeConditioned(nn.Module):
         self.trunk = ResNetTrunk(c, config.channels, config.blocks)
         self.reduce = nn.Conv2d(config.channels, 2, 1)
         self.mlp = _mlp(2 * h * w + config.code_dim, config.hidden, out)
+        self.rectified = config.reduce_activation == "relu"
 
     def features(self, states: torch.Tensor) -> torch.Tensor:
-        return torch.flatten(self.reduce(self.trunk(states)).relu_(), 1)
+        reduced = self.reduce(self.trunk(states))
+        return torch.flatten(reduced.relu_() if self.rectified else reduced, 1)
 
     def forward(self, states: torch.Tensor, code_vectors: torch.Tensor) -> torch.Tensor:
         """Outputs [B, out] for one code vector per state ([B, D])."""

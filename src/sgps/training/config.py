@@ -332,8 +332,9 @@ def resolve_config(
 #: Settings added after runs were first written, with the value a run started before them
 #: behaves as (it neither probed π_low nor logged to TensorBoard, the probe changes no
 #: training, and it searched in exact order, learned in float32, drew its failed trees
-#: from one stream per batch, fitted its codes on reconstruction alone and took its settings
-#: from no recipe but the paper's loop, whatever it changed by hand or by fork): a run's
+#: from one stream per batch, fitted its codes on reconstruction alone, took its settings
+#: from no recipe but the paper's loop, whatever it changed by hand or by fork, and rectified
+#: its π^SG features as the reference does): a run's
 #: config.toml without them is complete and takes these values. A new setting belongs here
 #: with its old behaviour, or the archives on `main` could no longer be resumed.
 LATER_SETTINGS: dict[tuple[str, str], Any] = {
@@ -349,6 +350,7 @@ LATER_SETTINGS: dict[tuple[str, str], Any] = {
     ("bootstrap", "solution_memory"): 0,
     ("bootstrap", "validate_every"): 0,
     ("run", "recipe"): PAPER,
+    ("subgoal", "reduce_activation"): "relu",
 }
 
 

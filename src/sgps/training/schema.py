@@ -34,7 +34,7 @@ from pydantic import (
 from sgps.domains.registry import domain_names
 from sgps.errors import ConfigError
 from sgps.models.precision import PRECISIONS
-from sgps.models.subgoal import CONDITIONINGS, MIXTURES
+from sgps.models.subgoal import CONDITIONINGS, MIXTURES, REDUCE_ACTIVATIONS
 from sgps.models.vqvae import CODEBOOKS
 from sgps.search.costs import DUPLICATE_RULES
 from sgps.training.budget import SCHEDULES
@@ -174,6 +174,7 @@ RULES: dict[str, dict[str, Any]] = {
         "hidden": WIDTH,
         "unconditional_channels": WIDTH,
         "unconditional_blocks": BLOCKS,
+        "reduce_activation": _choice(REDUCE_ACTIVATIONS),
         "failed_trees": FLAG,
         "exhausted_trees": FLAG,
         "normalise_low_weights": FLAG,

@@ -109,6 +109,9 @@ class SubgoalSettings:
     hidden: int = 512
     unconditional_channels: int = 64
     unconditional_blocks: int = 4
+    #: After the 1x1 reduction of π_hi's and π_low's features (`REDUCE_ACTIVATIONS`): "relu" is the
+    #: reference's, whose two channels died on hard CraftWorld (docs/subgoals.md, "Dead features").
+    reduce_activation: str = "none"
     failed_trees: bool = True
     exhausted_trees: bool = False  # also cluster the graphs of searches that ran out of states
     normalise_low_weights: bool = False  # divide π_low's Levin weights by their minibatch mean
@@ -153,6 +156,7 @@ class SubgoalSettings:
             hidden=self.hidden,
             unconditional_channels=self.unconditional_channels,
             unconditional_blocks=self.unconditional_blocks,
+            reduce_activation=self.reduce_activation,
         )
 
     def sampling(self) -> SamplingSettings:
