@@ -1,4 +1,4 @@
-"""The π_low label diagnostics of benchmarks/ (pair_labels.py, code_refit.py) on a tiny π^SG run,
+"""The π_low label diagnostics of benchmarks/ (pair_labels.py, code_refit.py, dead_features.py) on a tiny π^SG run,
 and what search_progress.py measures and draws.
 
 They decide what docs/results/hard-boulderdash-campaign-log.md says about why π_low ignores its
@@ -22,8 +22,9 @@ import pytest
 import torch
 
 from sgps.cli import main
-from sgps.domains import craftworld, get_domain, write_levels
+from sgps.domains import craftworld, get_domain, read_levels, write_levels
 from sgps.domains.generation import generate_levels, resolve_params
+from sgps.training.config import load_run_config
 
 from conftest import REPO
 
@@ -217,3 +218,33 @@ def test_paired_runs_counts_the_searches_both_runs_made_and_tests_the_problems_o
     paired_runs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(paired_runs)
     assert paired_runs.sign_test(6, 3) == 130 / 512 and paired_runs.sign_test(0, 0) == 1.0
+
+
+def test_dead_features_finds_a_pi_low_whose_reduction_is_below_zero_everywhere(subgoal_run, tmp_path):
+    """The measurement behind docs/subgoals.md, "Dead features": weights whose π_low reduction is pushed
+    below zero read as dead on every state; the run's own weights as the shares they are."""
+    run, problems = subgoal_run
+    spec = importlib.util.spec_from_file_location("search_progress", REPO / "benchmarks" / "search_progress.py")
+    progress = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        spec.loader.exec_module(progress)
+        config = load_run_config(run / "config.toml")
+        levels = read_levels(problems, config.run.domain)
+        method = progress.method_with_weights(run, "latest", levels.domain, levels.states()[0], config)
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    with torch.no_grad():
+        method.learner.model.low.reduce.bias.fill_(-100.0)
+    method.save_model(tmp_path / "dead.safetensors")
+    rows = run_script("dead_features.py", run, "--problems", problems, "--count", 4, "--walk", 3,
+                      "--weights", "latest", tmp_path / "dead.safetensors")  # fmt: skip
+    assert [(row["weights"], row["network"]) for row in rows] == [
+        ("latest", "high"), ("latest", "low"), ("dead.safetensors", "high"), ("dead.safetensors", "low")]
+    assert all(int(row["states"]) > 4 for row in rows)  # the start states and their walks
+    for row in rows:
+        share(row["alive"]), share(row["dead_states"])
+    dead = rows[3]
+    assert (float(dead["alive"]), float(dead["dead_states"])) == (0.0, 1.0)
+    assert all(float(value) < 0 for value in dead["largest"].split())
+    assert rows[2]["alive"] == rows[0]["alive"]  # π_hi untouched
