@@ -1,5 +1,5 @@
-"""The π_low label diagnostics of benchmarks/ (pair_labels.py, code_refit.py, dead_features.py) on a tiny π^SG run,
-and what search_progress.py measures and draws.
+"""The π_low diagnostics of benchmarks/ (pair_labels.py, code_refit.py, dead_features.py) on a tiny
+π^SG run, and what search_progress.py measures and draws.
 
 They decide what docs/results/hard-boulderdash-campaign-log.md says about why π_low ignores its
 code, so their rows must keep adding up: shares within [0, 1], the departing rows a part of all rows, the variants
@@ -25,6 +25,7 @@ from sgps.cli import main
 from sgps.domains import craftworld, get_domain, read_levels, write_levels
 from sgps.domains.generation import generate_levels, resolve_params
 from sgps.training.config import load_run_config
+from sgps.training.setup import build_method
 
 from conftest import REPO
 
@@ -224,16 +225,10 @@ def test_dead_features_finds_a_pi_low_whose_reduction_is_below_zero_everywhere(s
     """The measurement behind docs/subgoals.md, "Dead features": weights whose π_low reduction is pushed
     below zero read as dead on every state; the run's own weights as the shares they are."""
     run, problems = subgoal_run
-    spec = importlib.util.spec_from_file_location("search_progress", REPO / "benchmarks" / "search_progress.py")
-    progress = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        spec.loader.exec_module(progress)
-        config = load_run_config(run / "config.toml")
-        levels = read_levels(problems, config.run.domain)
-        method = progress.method_with_weights(run, "latest", levels.domain, levels.states()[0], config)
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+    config = load_run_config(run / "config.toml")
+    levels = read_levels(problems, config.run.domain)
+    method = build_method(levels.domain, levels.states()[0], config)
+    method.load_model(run / "checkpoints" / "latest.safetensors")
     with torch.no_grad():
         method.learner.model.low.reduce.bias.fill_(-100.0)
     method.save_model(tmp_path / "dead.safetensors")
