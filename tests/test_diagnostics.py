@@ -233,13 +233,18 @@ def test_dead_features_finds_a_pi_low_whose_reduction_is_below_zero_everywhere(s
         method.learner.model.low.reduce.bias.fill_(-100.0)
     method.save_model(tmp_path / "dead.safetensors")
     rows = run_script("dead_features.py", run, "--problems", problems, "--count", 4, "--walk", 3,
-                      "--weights", "latest", tmp_path / "dead.safetensors")  # fmt: skip
-    assert [(row["weights"], row["network"]) for row in rows] == [
-        ("latest", "high"), ("latest", "low"), ("dead.safetensors", "high"), ("dead.safetensors", "low")]
+                      "--weights", "latest", tmp_path / "dead.safetensors", "--inits", 3)  # fmt: skip
+    assert [(row["weights"], row["network"], row["networks"]) for row in rows] == [
+        ("latest", "high", "1"), ("latest", "low", "1"), ("dead.safetensors", "high", "1"),
+        ("dead.safetensors", "low", "1"), ("fresh", "high", "3"), ("fresh", "low", "3")]  # fmt: skip
     assert all(int(row["states"]) > 4 for row in rows)  # the start states and their walks
-    for row in rows:
+    for row in rows[:4]:
         share(row["alive"]), share(row["dead_states"])
     dead = rows[3]
     assert (float(dead["alive"]), float(dead["dead_states"])) == (0.0, 1.0)
     assert all(float(value) < 0 for value in dead["largest"].split())
+    assert (dead["dead_channel"], dead["under_10pc"], dead["all_dead"]) == ("1", "1", "1")
     assert rows[2]["alive"] == rows[0]["alive"]  # π_hi untouched
+    for row in rows[4:]:  # counts of the 3 fresh networks
+        share(row["alive"])
+        assert 3 >= int(row["under_10pc"]) >= int(row["all_dead"]) >= 0 and 0 <= int(row["dead_channel"]) <= 3
