@@ -34,10 +34,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from pair_labels import run_and_levels
 from search_progress import method_with_weights, updates_of, write_rows
-from sgps.domains import read_levels
 from sgps.models.subgoal import SubgoalModel, SubgoalModelConfig
-from sgps.training.config import load_run_config
 
 #: The seed of the random walks (the same states for every weights file).
 WALK_SEED = 0
@@ -108,21 +107,18 @@ def main() -> None:
     parser.add_argument("--inits", type=int, default=0, help="also measure this many fresh initialisations")
     parser.add_argument("--csv", type=Path, help="also write the rows here")
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    config = load_run_config(args.run / "config.toml")
+    config, domain, starts = run_and_levels(args)
     if config.subgoal.conditioning != "code-vector":
         parser.error(f"{args.run}: conditioning is {config.subgoal.conditioning!r}; "
                      "only code-vector reduces to 2 channels")  # fmt: skip
-    levels = read_levels(args.problems, config.run.domain)
-    starts = levels.states()[: args.count]
-    states = walk_states(levels.domain, starts, args.walk, np.random.default_rng(WALK_SEED))
-    observations = torch.as_tensor(levels.domain.observe(states)).float()
+    states = walk_states(domain, starts, args.walk, np.random.default_rng(WALK_SEED))
+    observations = torch.as_tensor(domain.observe(states)).float()
     print(f"{args.problems}: {len(states)} states ({len(starts)} levels, walks of {args.walk}); "
           f"reduce_activation = {config.subgoal.reduce_activation!r}")  # fmt: skip
     print(f"{'weights':40s} {'network':7s} {'alive':>6s} {'dead_states':>11s}  largest pre-activation per channel")
     rows = []
     for label in args.weights:
-        model = method_with_weights(args.run, label, levels.domain, starts[0], config).learner.model.eval()
+        model = method_with_weights(args.run, label, domain, starts[0], config).learner.model.eval()
         for name in NETWORKS:
             found = feature_figures(getattr(model, name), observations)
             largest = " ".join(f"{value:+.3f}" for value in found["largest"])
@@ -134,7 +130,7 @@ def main() -> None:
                          "dead_states": f"{found['dead_states']:.4f}", "largest": largest,
                          **start_counts([found])})  # fmt: skip
     if args.inits:
-        model_config = config.subgoal.model_config(tuple(observations.shape[1:]), levels.domain.num_actions)
+        model_config = config.subgoal.model_config(tuple(observations.shape[1:]), domain.num_actions)
         print(f"{args.inits} fresh initialisations: {'network':7s} {'alive':>6s} (median) {'dead_channel':>12s} "
               f"{'under_10pc':>10s} {'all_dead':>8s}")  # fmt: skip
         for found in initialisations(model_config, observations, args.inits):
