@@ -30,10 +30,12 @@ same on any machine. Usage::
 ``--mixture arithmetic`` (or ``geometric``) searches with π^SG's codes mixed so instead of as
 the run's configuration says (docs/subgoals.md, "Mixture"): the same weights, another policy.
 ``--within 8000 16000 ...`` also counts the levels solved within each of those budgets, from
-the same searches: a search at budget B expands the nodes a search at a smaller budget b
-would, in the same order, and stops later, so a level it solves with at most b expansions is
-one the search at b solves too (the budget only stops a search, spec/algorithms.md). One
-search at the largest budget thus gives the solves at every smaller one.
+the same searches: a search at budget B pops the nodes a search at a smaller budget b would,
+in the same order, and stops later (the budget only stops a search, spec/algorithms.md), and
+each search records what the one at b returns at its b-th pop (`SearchResult.within`). That
+pop ends the search at b before its children are generated, so a level solved by a child of
+the b-th pop (goals tested at generation) counts at B but not at b. One search at the largest
+budget thus gives the solves at every smaller one.
 
 ``--csv OUT.csv`` also writes the rows, with the learning updates each weights file had
 seen where its name says so (``...-updates-N.safetensors``; ``untrained``: 0). ``--plot
@@ -257,6 +259,7 @@ def main() -> None:
     if args.mixture is not None:
         config = dataclasses.replace(config, subgoal=dataclasses.replace(config.subgoal, mixture=args.mixture))
     domain = read_levels(args.problems, config.run.domain).domain
+    interim = tuple(sorted({bound for bound in args.within if bound < args.budget}))
     rows = []
     for label in args.weights:
         method = method_with_weights(args.run, label, domain, levels[0], config)
@@ -264,13 +267,13 @@ def main() -> None:
         start = time.perf_counter()
         results = search_lockstep(domain, levels, method.algorithm, evaluator, budget=args.budget,
                                   epsilon=config.bootstrap.epsilon, batch_size=config.search.evaluation_batch or 1,
-                                  record_graph=True)  # fmt: skip
+                                  record_graph=True, interim_budgets=interim)  # fmt: skip
         seconds = time.perf_counter() - start
         found = progress(domain, levels, results)
         histogram = " ".join(f"{steps}:{count}" for steps, count in found["histogram"].items())
         print(f"{label[-60:]:60s} {found['solved']:6d} {found['reached']:7.2f} ({histogram:32s}) "
               f"{found['depth']:6.1f} {found['exit']:5d} {found['expanded'] / seconds:7.0f}")  # fmt: skip
-        within = {f"solved_within_{bound}": sum(result.solved and result.expanded <= bound for result in results)
+        within = {f"solved_within_{bound}": sum(result.within(bound).solved for result in results)
                   for bound in args.within}  # fmt: skip
         if within:
             print("    " + ", ".join(f"{key.removeprefix('solved_')}: {count}" for key, count in within.items()))
