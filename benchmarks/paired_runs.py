@@ -10,6 +10,14 @@ test on those (the chance that the run with more would get at least that many of
 each were a fair coin). Usage::
 
     python benchmarks/paired_runs.py fork-a-16000 fork-j-16000 --from-batch 157
+
+``--learning COLUMN ...`` also compares what the two learners measured on the batches both
+learned from (metrics/learning.csv, docs/training.md): one line per `--window` batches with
+the mean of each column in either run. ``COLUMN/N`` divides it by N (``loss_low/16000``: π_low's
+loss over the Levin weight of a budget of 16,000, a mean cross-entropy). Usage::
+
+    python benchmarks/paired_runs.py relu linear --window 5 \
+        --learning probe_low_nll probe_low_accuracy loss_low/16000 probe_reached
 """
 
 from __future__ import annotations
@@ -28,6 +36,38 @@ def searches(run: Path, from_batch: int) -> dict[tuple[int, int, int], dict[str,
             if (int(row["iteration"]), int(row["batch"])) >= (0, from_batch)}  # fmt: skip
 
 
+def learning(run: Path, from_batch: int) -> dict[tuple[int, int], dict[str, str]]:
+    """The run's learning updates from `from_batch` on, by (iteration, batch)."""
+    with (run / "metrics" / "learning.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return {(int(row["iteration"]), int(row["batch"])): row for row in rows
+            if (int(row["iteration"]), int(row["batch"])) >= (0, from_batch)}  # fmt: skip
+
+
+def column_means(rows: list[dict[str, str]], column: str) -> str:
+    """The mean of `column` (``NAME/N``: of NAME divided by N) over `rows`, where it was measured."""
+    name, _, divisor = column.partition("/")
+    values = [float(row[name]) / float(divisor or 1) for row in rows if row.get(name)]
+    return f"{sum(values) / len(values):.2f}" if values else "-"
+
+
+def compare_learning(runs: list[Path], from_batch: int, window: int, columns: list[str]) -> None:
+    """Print, per `window` batches both runs learned from, the mean of each of `columns` in each run."""
+    found = [learning(run, from_batch) for run in runs]
+    shared = sorted(found[0].keys() & found[1].keys())
+    if not shared:
+        raise SystemExit("the two runs have no learning update of the same batch (metrics/learning.csv)")
+    missing = [column for column in columns if column.partition("/")[0] not in found[0][shared[0]]]
+    if missing:
+        raise SystemExit(f"metrics/learning.csv has no column {', '.join(missing)}")
+    print(f"learning updates both made: {len(shared)}; per window, {runs[0]} | {runs[1]}")
+    print("batches | " + " | ".join(f"{column}: a / b" for column in columns))
+    for start in range(0, len(shared), window):
+        keys = shared[start : start + window]
+        means = [" / ".join(column_means([rows[key] for key in keys], column) for rows in found) for column in columns]
+        print(f"{keys[0][1]}-{keys[-1][1]} | " + " | ".join(means))
+
+
 def sign_test(more: int, fewer: int) -> float:
     """One-sided exact sign test: P(X >= more) for X ~ Binomial(more + fewer, 1/2)."""
     total = more + fewer
@@ -38,8 +78,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", type=Path, nargs=2, help="two run folders")
     parser.add_argument("--from-batch", type=int, default=0, help="the first batch of the first pass to count")
-    parser.add_argument("--window", type=int, default=10, help="batches per line of solves")
+    parser.add_argument("--window", type=int, default=10, help="batches per line of solves (and of --learning)")
+    parser.add_argument("--learning", nargs="+", default=[], metavar="COLUMN",
+                        help="also compare these metrics/learning.csv columns (COLUMN/N: divided by N)")  # fmt: skip
     args = parser.parse_args()
+    if args.window < 1:
+        parser.error(f"--window must be at least 1, got {args.window}")
     found = [searches(run, args.from_batch) for run in args.runs]
     shared = sorted(found[0].keys() & found[1].keys())
     if not shared:
@@ -61,6 +105,8 @@ def main() -> None:
     more = max(only)
     print(f"both solved {len(solved[0] & solved[1])}; only {args.runs[0]}: {only[0]}, only {args.runs[1]}: {only[1]}; "
           f"one-sided sign test p = {sign_test(more, sum(only) - more):.3f}")  # fmt: skip
+    if args.learning:
+        compare_learning(args.runs, args.from_batch, args.window, args.learning)
 
 
 if __name__ == "__main__":

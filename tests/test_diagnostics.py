@@ -220,6 +220,18 @@ def test_paired_runs_counts_the_searches_both_runs_made_and_tests_the_problems_o
     paired_runs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(paired_runs)
     assert paired_runs.sign_test(6, 3) == 130 / 512 and paired_runs.sign_test(0, 0) == 1.0
+    # --learning: the learners' columns, per window of the batches both learned from
+    learning = "iteration,batch,loss_low,probe_low_accuracy\n"
+    (tmp_path / "a" / "metrics" / "learning.csv").write_text(learning + "0,0,3200,0.1\n0,1,1600,0.3\n0,2,800,\n")
+    (tmp_path / "b" / "metrics" / "learning.csv").write_text(learning + "0,1,800,0.5\n0,2,400,0.7\n0,3,0,0.9\n")
+    done = subprocess.run([*command, "--window", "1", "--learning", "loss_low/1600", "probe_low_accuracy"], cwd=REPO,
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "learning updates both made: 2;" in lines[-4]  # batches 1 and 2 (0 is before --from-batch, 3 only b's)
+    assert lines[-2:] == ["1-1 | 1.00 / 0.50 | 0.30 / 0.50", "2-2 | 0.50 / 0.25 | - / 0.70"]  # not measured: -
+    done = subprocess.run([*command, "--learning", "loss_hgh"], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode != 0 and "no column loss_hgh" in done.stderr
 
 
 def test_dead_features_finds_a_pi_low_whose_reduction_is_below_zero_everywhere(subgoal_run, tmp_path):
