@@ -261,3 +261,25 @@ def test_dead_features_finds_a_pi_low_whose_reduction_is_below_zero_everywhere(s
     for row in rows[4:]:  # counts of the 3 fresh networks
         share(row["alive"])
         assert 3 >= int(row["under_10pc"]) >= int(row["all_dead"]) >= 0 and 0 <= int(row["dead_channel"]) <= 3
+
+
+def test_batch_time_reads_the_clock_of_the_batches_asked_for_and_the_validations_inside_it(tmp_path):
+    """A range of batches is read as clock differences; a pass's validation counts with the batch
+    after it, and the one after the last batch, outside every clock row, is never counted."""
+    metrics = tmp_path / "run" / "metrics"
+    metrics.mkdir(parents=True)
+    clock = "0,-1,0,9,0\n0,0,100,9,10\n0,1,200,8,25\n1,0,300,8,50\n1,1,400,7,60\n"
+    (metrics / "outstanding.csv").write_text("iteration,batch,cumulative_expansions,outstanding,seconds\n" + clock)
+    (metrics / "train.csv").write_text("iteration,batch,seconds\n0,0,6\n0,0,2\n0,1,8\n1,0,9\n1,1,5\n")
+    (metrics / "validate.csv").write_text("iteration,batch,seconds\n0,0,12\n0,0,3\n1,0,4\n")
+    spec = importlib.util.spec_from_file_location("batch_time", REPO / "benchmarks" / "batch_time.py")
+    batch_time = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(batch_time)
+    run = tmp_path / "run"
+    # (batches, expansions, total, search, validation, the rest): the last pass's validation (4 s) is left out
+    assert batch_time.split(run) == (4, 400, 60.0, 28.0, 12.0, 20.0)
+    assert batch_time.split(run, (0, 0)) == (1, 100, 10.0, 6.0, 0.0, 4.0)
+    assert batch_time.split(run, (1, 2)) == (2, 200, 40.0, 17.0, 12.0, 11.0)  # pass 0's validation before (1, 0)
+    assert batch_time.split(run, (3, 3)) == (1, 100, 10.0, 5.0, 0.0, 5.0)
+    with pytest.raises(SystemExit, match="has batches 0 to 3, not 3 to 4"):
+        batch_time.split(run, (3, 4))
