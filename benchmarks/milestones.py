@@ -6,7 +6,9 @@ each run's ``metrics/outstanding.csv``, whose rows give, after every batch, the 
 cumulative expansions and the problems still unsolved (its first row, batch -1, the
 count before any search). A milestone is the first batch after which at least that share
 of the problems is solved (the first solve: at least one), and it is given as the
-cumulative expansions, the learning updates (batches) and the hours then. A run that has
+cumulative expansions, the batches searched (that one included) and the hours then. π^SG
+learns once after each batch, so the searches that reached a milestone in batch N had N - 1
+updates behind them. A run that has
 not reached one shows how far it got: "not by E". The counts depend only on the runs'
 searches, so they are the same on any machine (the hours aside). Usage::
 
@@ -30,7 +32,7 @@ FRACTIONS = (0.1, 0.5, 0.9)
 class Point:
     """The state of a run after one batch."""
 
-    updates: int  # batches searched and learnt from so far
+    batches: int  # batches searched so far, this one included
     expansions: int  # cumulative training expansions
     solved: int  # training problems solved so far
     hours: float  # cumulative training time
@@ -43,8 +45,8 @@ def progress(run: Path) -> tuple[int, list[Point]]:
     if not rows:
         raise SystemExit(f"{run}: metrics/outstanding.csv has no rows")
     total = int(rows[0]["outstanding"])  # the first row is written before the first batch
-    points = [Point(updates, int(row["cumulative_expansions"]), total - int(row["outstanding"]),
-                    float(row["seconds"]) / 3600) for updates, row in enumerate(rows[1:], start=1)]  # fmt: skip
+    points = [Point(batches, int(row["cumulative_expansions"]), total - int(row["outstanding"]),
+                    float(row["seconds"]) / 3600) for batches, row in enumerate(rows[1:], start=1)]  # fmt: skip
     return total, points
 
 
@@ -56,7 +58,7 @@ def reached(points: list[Point], solved: int) -> Point | None:
 def describe(point: Point | None, last: Point | None) -> str:
     if point is None:
         return f"not by {last.expansions / 1e6:.2f} M" if last else "no batch yet"
-    return f"{point.expansions / 1e6:.2f} M ({point.updates} updates, {point.hours:.1f} h)"
+    return f"{point.expansions / 1e6:.2f} M ({point.batches} batches, {point.hours:.1f} h)"
 
 
 def main() -> None:
@@ -77,7 +79,7 @@ def main() -> None:
         last = points[-1] if points else None
         cells = [describe(reached(points, 1), last)]
         cells += [describe(reached(points, math.ceil(fraction * total)), last) for fraction in args.fractions]
-        end = f"{last.solved:,} solved at {last.expansions / 1e6:.2f} M ({last.updates} updates)" if last else "-"
+        end = f"{last.solved:,} solved at {last.expansions / 1e6:.2f} M ({last.batches} batches)" if last else "-"
         print(f"| {name} | {total:,} | " + " | ".join(cells) + f" | {end} |")
 
 

@@ -299,3 +299,19 @@ def test_search_benchmark_leaves_its_stopwatch_out_of_the_engine_time():
     assert [timed(-2), timed(3)] == [2, 3] and watch.calls == 2 and watch.seconds > 0
     row = search_benchmark.throughput("tsp", 200, 1000)
     assert row["exact"] > 0 and row["lockstep"] > 0 and row["overhead_us"] > 0
+
+
+def test_milestones_name_the_batch_that_reached_each_share_with_the_expansions_after_it(tmp_path):
+    """A milestone is the first batch after which the share is solved: its cumulative expansions and
+    the batches up to it, that one included (its searches had one update fewer behind them)."""
+    metrics = tmp_path / "run" / "metrics"
+    metrics.mkdir(parents=True)
+    (metrics / "outstanding.csv").write_text("iteration,batch,cumulative_expansions,outstanding,seconds\n"
+                                             "0,-1,0,10,0\n0,0,100000,10,360\n0,1,200000,9,720\n"
+                                             "0,2,300000,5,1080\n0,3,400000,1,1440\n")  # fmt: skip
+    command = [sys.executable, str(REPO / "benchmarks" / "milestones.py"), str(tmp_path / "run"), "--names", "r"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    cells = [cell.strip() for cell in done.stdout.splitlines()[-1].split("|")[1:-1]]
+    assert cells[2:] == ["0.20 M (2 batches, 0.2 h)", "0.20 M (2 batches, 0.2 h)", "0.30 M (3 batches, 0.3 h)",
+                         "0.40 M (4 batches, 0.4 h)", "9 solved at 0.40 M (4 batches)"]  # fmt: skip

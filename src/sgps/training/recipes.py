@@ -17,7 +17,7 @@ after a later sgps changes what the name means.
   the memory solved 62 of 608 searches where its twin without it solved 4
   (docs/results/hard-boulderdash-takeoff.md, "The control"). From random weights on a fresh
   hard BoulderDash training set, PHS*(π^SG) with both from the first batch solved its first
-  level after 23.04 M expansions and 45 updates, against the paper's loop's 36.61 M and 286,
+  level after 23.04 M expansions and 45 batches, against the paper's loop's 36.61 M and 286,
   10% of the 10,000 after 51.07 M and 123, 50% after 57.21 M and 248 and 90% after 69.14 M
   and 516, against the campaign's 113.45 M and 548, 123.52 M and 702 and 132.03 M and 892,
   and all 10,000 after 73.99 M and 626, where the paper's run needed 85.47 M
