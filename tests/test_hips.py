@@ -22,6 +22,7 @@ from sgps.domains.generation import generate_levels
 from sgps.domains.levels import read_levels, write_levels
 from sgps.domains.solver import solve
 from sgps.errors import ConfigError
+from sgps.experiments.summary import terminal_summary
 from sgps.models.checkpoint import architecture, recorded_architecture, save_checkpoint
 from sgps.models.hips import CellClasses, HipsConfig, HipsModel, cell_patterns
 from sgps.runs import runner
@@ -394,6 +395,8 @@ def test_a_comparison_runs_hips_from_the_training_problems_and_reports_it(tmp_pa
     [test_row] = [line for line in report.splitlines() if line.startswith("| HIPS-ε | 1 | 3 |")]
     [train_row] = [line for line in report.splitlines() if "offline (solver trajectories)" in line]
     assert train_row.startswith("| HIPS-ε | 1 | offline") and test_row
+    [summary_row] = terminal_summary(out).splitlines()[1:]  # the terminal's table: no training curve to count
+    assert summary_row.split()[:4] == ["HIPS-ε", "1", "offline", "-"]  # seeds, training solved and expansions
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,10 @@ def test_train_then_test_then_resume(tmp_path, level_files, capsys):
     said, row = capsys.readouterr().out.splitlines()
     assert said.startswith(f"testing {run} with its ") and " weights" in said  # which weights it tested
     assert row.startswith("solved ") and "/10 | mean expansions" in row
-    assert (run / "metrics" / "test-test.csv").read_text().startswith("round,problem,solved")
+    record = (run / "metrics" / "test-test.csv").read_text()
+    assert record.startswith("round,problem,solved")
+    every_search = sum(int(line.split(",")[3]) for line in record.splitlines()[1:])  # failed rounds included
+    assert f"| all rounds' expansions {every_search:,} |" in row
     assert main(argv) == 2
     assert "already holds a run; pass --resume" in capsys.readouterr().err
     assert main(["train", "--problems", str(train), "--out", str(run), "--resume", "--quiet"]) == 0

@@ -14,7 +14,7 @@ from pathlib import Path
 from sgps.errors import ConfigError
 from sgps.experiments.plan import read_plan
 from sgps.experiments.problems import count_levels, problem_files
-from sgps.experiments.report import GUARD_MARK, marked_label
+from sgps.experiments.report import GUARD_MARK, OFFLINE_ALGORITHMS, marked_label
 from sgps.experiments.results import guard_cut_runs, load_results
 
 
@@ -39,9 +39,12 @@ def terminal_summary(out: Path) -> str:
                f"{_whole(_mean([r.solved for r in runs]))} of {runs[0].train_count:,}",
                f"{_mean([r.total_expansions for r in runs]):,.0f}",
                f"{_mean([r.hours * 60 for r in runs]):.1f}"]  # fmt: skip
+        if plan.algorithm_of(variant) in OFFLINE_ALGORITHMS:  # HIPS-ε learns from a solver's trajectories
+            row[2:4] = ["offline", "-"]
         if test is not None:
             scores = [r.tests[test.name] for r in runs if test.name in r.tests]
-            row += [f"{_whole(_mean([s.solved for s in scores]))} of {scores[0].problems}" if scores else "-",
+            tested = "" if len(scores) == len(runs) else f" ({len(scores)} tested)"  # means over the tested seeds
+            row += [f"{_whole(_mean([s.solved for s in scores]))} of {scores[0].problems}{tested}" if scores else "-",
                     _optional(_mean([s.mean_expansions for s in scores]), ",.1f"),
                     _optional(_mean([s.mean_length for s in scores]), ".2f")]  # fmt: skip
         rows.append(row)
@@ -59,10 +62,11 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def _whole(value: float | None) -> str:
-    """A count: as an integer when it is one (one seed), else with one decimal (a mean over seeds)."""
+    """A count: as an integer when it is one (one seed), else with two decimals (a mean over seeds,
+    never rounded up to a whole count no seed reached)."""
     if value is None:
         return "-"
-    return f"{value:,.0f}" if value.is_integer() else f"{value:,.1f}"
+    return f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}"
 
 
 def _optional(value: float | None, spec: str) -> str:
