@@ -28,20 +28,23 @@ from math import comb
 from pathlib import Path
 
 
-def searches(run: Path, from_batch: int) -> dict[tuple[int, int, int], dict[str, str]]:
+def metrics_rows(run: Path, name: str, from_batch: int, keys: tuple[str, ...]) -> dict[tuple[int, ...], dict[str, str]]:
+    """The rows of the run's metrics/`name`.csv from batch `from_batch` of the first pass on, by the
+    integer values of their `keys` columns."""
+    with (run / "metrics" / f"{name}.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return {tuple(int(row[key]) for key in keys): row for row in rows
+            if (int(row["iteration"]), int(row["batch"])) >= (0, from_batch)}  # fmt: skip
+
+
+def searches(run: Path, from_batch: int) -> dict[tuple[int, ...], dict[str, str]]:
     """The run's training searches from `from_batch` on, by (iteration, batch, problem)."""
-    with (run / "metrics" / "train.csv").open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    return {(int(row["iteration"]), int(row["batch"]), int(row["problem"])): row for row in rows
-            if (int(row["iteration"]), int(row["batch"])) >= (0, from_batch)}  # fmt: skip
+    return metrics_rows(run, "train", from_batch, ("iteration", "batch", "problem"))
 
 
-def learning(run: Path, from_batch: int) -> dict[tuple[int, int], dict[str, str]]:
+def learning(run: Path, from_batch: int) -> dict[tuple[int, ...], dict[str, str]]:
     """The run's learning updates from `from_batch` on, by (iteration, batch)."""
-    with (run / "metrics" / "learning.csv").open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    return {(int(row["iteration"]), int(row["batch"])): row for row in rows
-            if (int(row["iteration"]), int(row["batch"])) >= (0, from_batch)}  # fmt: skip
+    return metrics_rows(run, "learning", from_batch, ("iteration", "batch"))
 
 
 def column_means(rows: list[dict[str, str]], column: str) -> str:

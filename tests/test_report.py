@@ -15,7 +15,6 @@ import pytest
 
 from sgps.cli import main
 from sgps.experiments import report as report_module
-from sgps.experiments import summary as summary_module
 from sgps.experiments.curves import curve_bands, step_at
 from sgps.experiments.plan import parse_plan
 from sgps.experiments.results import read_curve
@@ -341,7 +340,7 @@ def test_a_training_csv_that_is_not_text_is_one_error_line_naming_it(smoke, tmp_
 def test_a_mean_of_solved_counts_never_reads_as_a_count_no_seed_reached():
     """Seeds that solved 10,000, 10,000 and 9,999 of 10,000: their mean is not "10,000" (all solved),
     in the report as in the terminal's summary; expansions stay whole numbers from 1,000 up."""
-    assert report_module._spread([10_000, 10_000, 9_999], report_module._solved) == "9,999.67 (9,999-10,000)"
-    assert report_module._solved(317.0) == "317" and report_module._solved(None) == "-"
-    assert summary_module._whole(9_999.95) == "9,999.95" and summary_module._whole(20.0) == "20"
+    assert report_module._spread([10_000, 10_000, 9_999], report_module.solved_count) == "9,999.67 (9,999-10,000)"
+    assert report_module.solved_count(317.0) == "317" and report_module.solved_count(None) == "-"
+    assert report_module.solved_count(9_999.95) == "9,999.95" and report_module.solved_count(20.0) == "20"
     assert report_module._count(1_234_567.8) == "1,234,568"

@@ -223,7 +223,7 @@ def _test_table(
             continue
         scores = [score for _, score in runs]
         seed, best = select_best(runs)
-        row = [label(variant), str(len(runs)), _spread([s.solved for s in scores], _solved),
+        row = [label(variant), str(len(runs)), _spread([s.solved for s in scores], solved_count),
                _spread([s.mean_expansions for s in scores], _decimal),
                _spread([s.mean_length for s in scores], _decimal), str(seed), str(best.solved),
                _decimal(best.mean_expansions), _decimal(best.mean_length)]  # fmt: skip
@@ -254,7 +254,7 @@ def _training_table(plan: ComparePlan, finished: Sequence[RunResult], label: Cal
         if not runs:
             continue
         row = [label(variant), str(len(runs)), _spread([r.total_expansions for r in runs], _count),
-               _spread([r.hours for r in runs], _hours), _spread([r.solved for r in runs], _solved),
+               _spread([r.hours for r in runs], _hours), _spread([r.solved for r in runs], solved_count),
                _spread([r.train_count for r in runs], _count), _stop_reasons(runs)]  # fmt: skip
         if plan.algorithm_of(variant) in OFFLINE_ALGORITHMS:
             row[2], row[4], row[6] = "offline (solver trajectories)", "-", "-"
@@ -302,7 +302,7 @@ def _ablation_tables(plan: ComparePlan, finished: Sequence[RunResult], label: Ca
             level,
             ("yes" if settings.get("failed_trees", True) else "no") if subgoal else "-",
             _spread(distances, _decimal),
-            _spread([s.solved for s in scores], _solved),
+            _spread([s.solved for s in scores], solved_count),
             _spread([s.mean_expansions for s in scores], _decimal),
             _spread([s.mean_length for s in scores], _decimal),
             _decimal(paper.distance),
@@ -348,7 +348,7 @@ def _count(value: float | None) -> str:
     return f"{value:,.2f}"
 
 
-def _solved(value: float | None) -> str:
+def solved_count(value: float | None) -> str:
     """Problems solved, or their mean over seeds: whole when whole, else 2 decimals however large (a
     mean of 10,000, 10,000 and 9,999 must not read as all 10,000)."""
     return "-" if value is None else f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"

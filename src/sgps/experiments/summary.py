@@ -14,7 +14,7 @@ from pathlib import Path
 from sgps.errors import ConfigError
 from sgps.experiments.plan import read_plan
 from sgps.experiments.problems import count_levels, problem_files
-from sgps.experiments.report import GUARD_MARK, OFFLINE_ALGORITHMS, marked_label
+from sgps.experiments.report import GUARD_MARK, OFFLINE_ALGORITHMS, marked_label, solved_count
 from sgps.experiments.results import guard_cut_runs, load_results
 
 
@@ -36,7 +36,7 @@ def terminal_summary(out: Path) -> str:
         if not runs:
             continue
         row = [marked_label(plan, variant, cut), str(len(runs)),
-               f"{_whole(_mean([r.solved for r in runs]))} of {runs[0].train_count:,}",
+               f"{solved_count(_mean([r.solved for r in runs]))} of {runs[0].train_count:,}",
                f"{_mean([r.total_expansions for r in runs]):,.0f}",
                f"{_mean([r.hours * 60 for r in runs]):.1f}"]  # fmt: skip
         if plan.algorithm_of(variant) in OFFLINE_ALGORITHMS:  # HIPS-ε learns from a solver's trajectories
@@ -44,7 +44,8 @@ def terminal_summary(out: Path) -> str:
         if test is not None:
             scores = [r.tests[test.name] for r in runs if test.name in r.tests]
             tested = "" if len(scores) == len(runs) else f" ({len(scores)} tested)"  # means over the tested seeds
-            row += [f"{_whole(_mean([s.solved for s in scores]))} of {scores[0].problems}{tested}" if scores else "-",
+            solved = solved_count(_mean([s.solved for s in scores]))
+            row += [f"{solved} of {scores[0].problems}{tested}" if scores else "-",
                     _optional(_mean([s.mean_expansions for s in scores]), ",.1f"),
                     _optional(_mean([s.mean_length for s in scores]), ".2f")]  # fmt: skip
         rows.append(row)
@@ -59,14 +60,6 @@ def terminal_summary(out: Path) -> str:
 def _mean(values: Sequence[float | None]) -> float | None:
     present = [float(v) for v in values if v is not None]
     return sum(present) / len(present) if present else None
-
-
-def _whole(value: float | None) -> str:
-    """A count: as an integer when it is one (one seed), else with two decimals (a mean over seeds,
-    never rounded up to a whole count no seed reached)."""
-    if value is None:
-        return "-"
-    return f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}"
 
 
 def _optional(value: float | None, spec: str) -> str:
