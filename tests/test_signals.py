@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from sgps.domains import get_domain, write_levels
 from test_interrupts import (  # noqa: F401 (its autouse fixture, its /proc condition)
     TRAIN,
     OwnShm,
@@ -140,7 +141,12 @@ def _with_ctrl_c() -> None:
 
 def test_solver_processes_end_with_a_dataset_build_killed_outright(tmp_path):
     """`sgps dataset --workers 2` killed with SIGKILL used to leave its solver processes running for good."""
-    problems = levels(tmp_path / "t.txt", 60)
+    # Four levels the solver needs some 20 s each for (2,000,000 states under the default cap), so the build
+    # is still solving when it is killed: 60 small levels were sometimes all solved before the solver
+    # processes could be seen.
+    domain = get_domain("tsp")
+    problems = tmp_path / "t.txt"
+    write_levels(problems, domain, [domain.generate(seed, size=32, cities=20) for seed in range(4)])
     argv = [sys.executable, "-m", "sgps", "dataset", "tsp", "--problems", str(problems), "--out",
             str(tmp_path / "data.npz"), "--workers", "2"]  # fmt: skip
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
