@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 
 from sgps.cli import main
 from sgps.domains import get_domain
-from sgps.domains.levels import write_levels
+from sgps.domains.levels import read_levels, write_levels
 from sgps.errors import ConfigError
 from sgps.models.precision import number_format
 from sgps.search import search_lockstep
@@ -150,3 +150,43 @@ def test_gpu_tf32_switches_are_set_inside_and_restored_after(precision):
         inside = [getattr(owner, name) for owner, name, _, _ in switches]
     assert inside == [on if precision == "tf32" else off for _, _, on, off in switches]
     assert [getattr(owner, name) for owner, name, _, _ in switches] == before
+
+
+def test_a_run_trained_in_buffered_order_is_tested_in_exact_order(tmp_path, capsys):
+    """`sgps test` searched with the run's training order (32 children per evaluation for a run
+    trained on a GPU or from the campaign configs) where the test procedure evaluates each node's
+    children as it expands it (spec 6.7, b_inf = 1); `--evaluation-batch K` tests in buffered order,
+    and each record says which order it was searched in."""
+    from sgps.runs.run import Run
+    from sgps.runs.testing import run_test
+
+    domain = get_domain("tsp")
+    problems, tests = tmp_path / "train.txt", tmp_path / "test.txt"
+    write_levels(problems, domain, [domain.generate(seed) for seed in range(8)])
+    write_levels(tests, domain, [domain.generate(seed) for seed in range(100, 112)])
+    (tmp_path / "buffered.toml").write_text("[search]\nevaluation_batch = 8\n")
+    run = tmp_path / "run"
+    argv = ["train", "--problems", str(problems), "--out", str(run), "--preset", "tiny", "--quiet", "--device", "cpu",
+            "--algorithm", "phs-sg", "--max-batches", "1", "--config", str(tmp_path / "buffered.toml")]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    assert load_run_config(run / "config.toml").search.evaluation_batch == 8
+    opened = Run.open(run)
+    states = read_levels(tests, "tsp").states()
+    trained = opened.searcher(states[0], opened.checkpoint("best"))
+    records = {}
+    for batch in (1, 8):
+        options = [] if batch == 1 else ["--evaluation-batch", str(batch)]
+        argv = ["test", str(run), "--problems", str(tests), "--budget", "100", "--rounds", "4", "--quiet", *options]
+        assert main(argv) == 0, capsys.readouterr().err
+        records[batch] = _rows(run / "metrics" / "test-test.csv")
+        assert {row["evaluation_batch"] for row in records[batch]} == {str(batch)}
+        expected = tmp_path / f"expected-{batch}.csv"
+        run_test(domain, states, trained.algorithm, trained.evaluator, budget=100, rounds=4, epsilon=trained.epsilon,
+                 evaluation_batch=batch, csv_path=expected)  # fmt: skip
+        searched = [{k: v for k, v in row.items() if k not in ("weights", "levels")} for row in records[batch]]
+        assert searched == [{k: v for k, v in row.items() if k not in ("weights", "levels")}
+                            for row in _rows(expected)]  # fmt: skip
+    exact, buffered = ([(row["round"], row["problem"], row["expanded"]) for row in records[b]] for b in (1, 8))
+    assert exact != buffered  # the order changes the expansions here, so the records tell the two apart
+    assert main(["test", str(run), "--problems", str(tests), "--evaluation-batch", "0"]) == 2
+    assert "--evaluation-batch must be from 1 to 4096, got 0" in capsys.readouterr().err

@@ -399,7 +399,7 @@ def test_a_record_of_another_level_set_with_the_same_name_is_never_replaced(tmp_
     assert record.read_text() == first
     assert main([*test, str(tmp_path / "x" / "t.txt")]) == 0  # the same set is tested anew
     lines = first.splitlines()  # a record written before records named their level set, of 3 levels:
-    older = [",".join(line.split(",")[:-1]) for line in lines]
+    older = [",".join(line.split(",")[:-2]) for line in lines]  # no levels nor evaluation_batch column
     record.write_text("\n".join([*older, older[-1].replace("1,2,", "1,3,", 1)]) + "\n")  # ... and a 4th problem
     assert main([*test, str(tmp_path / "x" / "t.txt")]) == 2
     assert "tries problem 3, and this set has 3 levels" in one_error(capsys)

@@ -133,6 +133,58 @@ def test_a_record_made_before_records_named_their_weights_is_counted_with_a_warn
     assert record.read_text() == tested  # and not retested behind the user's back
 
 
+def _set_config_evaluation_batch(run: Path, batch: int) -> None:
+    config = run / "config.toml"
+    text = config.read_text()
+    assert "evaluation_batch = 1\n" in text
+    config.write_text(text.replace("evaluation_batch = 1\n", f"evaluation_batch = {batch}\n"))
+
+
+def test_a_record_not_searched_in_exact_order_is_counted_and_named(tiny, tmp_path, capsys):
+    """A test searched with an evaluation batch above 1 (`sgps test --evaluation-batch`, or before it
+    existed, with the run's training order) is not the test procedure's (spec 6.7: exact order)."""
+    out = copied(tiny, tmp_path)
+    run = out / "runs" / "phs-s0"
+    record = run / "metrics" / "test-test.csv"
+    assert {row["evaluation_batch"] for row in csv.DictReader(record.open())} == {"1"}
+    assert "exact order" not in report_warnings(out, capsys)
+    assert "PHS" in counted_rows((out / "report.md").read_text())
+
+    def buffered(rows: list[dict[str, str]]) -> None:
+        for row in rows:
+            row["evaluation_batch"] = "32"
+
+    rewrite_rows(record, buffered)
+    warning = report_warnings(out, capsys)
+    assert "not searched in exact order: phs-s0, test set test" in warning and "evaluation batch of 32" in warning
+    report = (out / "report.md").read_text()
+    assert "PHS" in counted_rows(report) and "**Test records not searched in exact order**" in report
+
+    # A record made before records named their evaluation batch was searched in its run's training order.
+    columns = [column for column in next(csv.DictReader(record.open())) if column != "evaluation_batch"]
+    rewrite_rows(record, lambda rows: None, columns)
+    assert "exact order" not in report_warnings(out, capsys)  # the tiny run trained in exact order
+    _set_config_evaluation_batch(run, 32)
+    warning = report_warnings(out, capsys)
+    assert "not searched in exact order: phs-s0, test set test" in warning and "evaluation batch of 32" in warning
+    assert "PHS" in counted_rows((out / "report.md").read_text())
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    (lambda rows: rows[-1].update(evaluation_batch="32"), "its evaluation batch differs from that of the first row"),
+    (lambda rows: [row.update(evaluation_batch="0") for row in rows], "its evaluation batch is not a count above 0"),
+    (lambda rows: [row.update(evaluation_batch="many") for row in rows], "its evaluation batch is not a count"),
+], ids=["mixed", "zero", "not a number"])  # fmt: skip
+def test_a_record_with_a_bad_evaluation_batch_is_named_and_not_counted(tiny, tmp_path, capsys, change, reason):
+    out = copied(tiny, tmp_path)
+    record = out / "runs" / "phs-s0" / "metrics" / "test-test.csv"
+    assert sum(1 for _ in csv.DictReader(record.open())) >= 2
+    rewrite_rows(record, change)
+    warning = report_warnings(out, capsys)
+    assert warning.startswith("sgps: warning: test records not counted") and reason in warning
+    assert "PHS" not in counted_rows((out / "report.md").read_text())
+
+
 # -- records are checked, not trusted -------------------------------------------------------
 
 

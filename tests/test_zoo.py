@@ -177,6 +177,28 @@ def test_a_model_is_made_from_its_runs_own_test_record_of_those_weights(tiny_run
     assert sorted(p.name for p in (tmp_path / "zoo").iterdir()) == ["tiny-tsp"]
 
 
+def test_a_model_is_not_made_from_a_record_searched_in_buffered_order(tiny_run, tmp_path):
+    """A card reports the test procedure, which evaluates each node's children as it expands it (spec
+    6.7); a record searched with 32 children per evaluation had 14 times the expansions on hard BoulderDash."""
+    run, test, _ = tiny_run
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    record = copy / "metrics" / "test-test.csv"
+    rows = list(csv.DictReader(record.open()))
+    for order, expected in (("8", "searched with an evaluation batch of 8"),
+                            (None, "made before records named their search order")):  # fmt: skip
+        columns = [column for column in rows[0] if order is not None or column != "evaluation_batch"]
+        with record.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, columns, extrasaction="ignore", lineterminator="\n")
+            writer.writeheader()
+            writer.writerows([{**row, "evaluation_batch": order} for row in rows])
+        with pytest.raises(ConfigError, match=expected):
+            build_model(copy, "tiny-tsp", weights=copy / "checkpoints" / "latest.safetensors",
+                        tests=[CardLevels("official", test, "4 tsp levels", 2000, 2)], summary=".", recipe=".",
+                        training_problems=".", version=1, preset="tiny", root=tmp_path / "zoo")  # fmt: skip
+    assert not (tmp_path / "zoo").exists() or not any((tmp_path / "zoo").iterdir())
+
+
 def test_a_model_shipped_with_weights_rounded_to_bfloat16_is_made_from_the_record_of_the_rounded_weights(
         tiny_run, tmp_path, capsys):  # fmt: skip
     """Rounding names other weights: the float32 record does not stand for them; the rounded file's own does,

@@ -321,6 +321,11 @@ def _add_test_command(commands: Any) -> None:
              "goes on through its rounds, which saves nearly half the expansions of problems no round solves)",
     )  # fmt: skip
     _add_executor_options(test_cmd, "where the searches run: this process (default) or one Ray actor per CPU")
+    test_cmd.add_argument(
+        "--evaluation-batch", type=_int, default=1, metavar="K",
+        help="children each search gathers before an evaluation (default: 1, exact best-first order, the "
+             "test procedure's; the run's training value, e.g. 32, gives the reference trainer's order)",
+    )  # fmt: skip
     test_cmd.add_argument("--quiet", action="store_true", help="no progress bar (there is one only on a terminal)")
 
 
@@ -884,7 +889,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     if args.gif is not None:
         check_outputs([Output("--gif", args.gif, FOLDER)], [("run", folder), ("--problems", args.problems)])
     workers = 1 if args.workers is None else args.workers
-    runner.check_test_request(args.budget, args.rounds, workers, args.executor)
+    runner.check_test_request(args.budget, args.rounds, workers, args.executor, args.evaluation_batch)
     run = Run.open(folder)  # read once, for the test and the GIFs
     if args.gif is not None:  # every GIF it may draw, before the search writes its record
         gifs = [Output("--gif", solution_gif_path(args.gif, level), suffix=".gif")
@@ -908,7 +913,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         summary = runner.test(run, args.problems, budget=args.budget, rounds=args.rounds,
                               checkpoint=args.checkpoint, executor=args.executor, ray_address=args.ray_address,
                               progress=progress, workers=workers, record=card is None,
-                              restart_rounds=args.restart_rounds)  # fmt: skip
+                              restart_rounds=args.restart_rounds, evaluation_batch=args.evaluation_batch)  # fmt: skip
     print(summary.table_row())
     if args.gif is not None:
         limit = GIF_LIMIT if args.gif_limit is None else args.gif_limit

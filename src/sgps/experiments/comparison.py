@@ -47,6 +47,7 @@ from sgps.experiments.problems import (
 )
 from sgps.experiments.progress import ProgressDisplay
 from sgps.experiments.results import (
+    buffered_warning,
     damaged_warning,
     guard_cut_runs,
     guard_warning,
@@ -100,10 +101,11 @@ class CompareOutcome:
     def warnings(self) -> list[str]:
         """Lines naming the finished runs whose training a guard (wall clock, iterations) cut, the
         test records that are not counted (cut, duplicated, edited, unreadable, or made with other
-        weights than their run's now) and those counted without naming their weights."""
+        weights than their run's now) and those counted without naming their weights or not
+        searched in exact order."""
         results = load_results(self.plan, self.out, self.train_total)
         lines = (guard_warning(guard_cut_runs(results)), damaged_warning(results), stale_warning(results),
-                 unnamed_warning(results))  # fmt: skip
+                 unnamed_warning(results), buffered_warning(results))  # fmt: skip
         return [line for line in lines if line]
 
 

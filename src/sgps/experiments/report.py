@@ -39,6 +39,7 @@ from sgps.experiments.problems import changed_problem_files, count_levels, probl
 from sgps.experiments.results import (
     RunResult,
     TestResult,
+    buffered_warning,
     damaged_records,
     damaged_warning,
     guard_cut_runs,
@@ -104,7 +105,8 @@ def write_report(out: Path) -> WrittenReport:
     path = out / "report.md"
     atomic_write_text(path, render_report(plan, results, markdown_label, search_time_only=search_time_only,
                                           changed_files=[path.relative_to(out) for path in changed]))  # fmt: skip
-    notes = [line for line in (damaged_warning(results), stale_warning(results), unnamed_warning(results)) if line]
+    notes = [line for line in (damaged_warning(results), stale_warning(results), unnamed_warning(results),
+                               buffered_warning(results)) if line]  # fmt: skip
     if changed:
         notes.append(f"{', '.join(map(str, changed))}: the levels differ from those the runs searched "
                      f"(digests in {files.digests}); {path} says so")  # fmt: skip
@@ -163,6 +165,13 @@ def render_report(
         lines += ["", "**Test records made before records named their weights**: counted, but not checked against "
                   "their run's checkpoint (delete one and run `sgps compare` again to test anew):", ""]  # fmt: skip
         lines += [f"- {entry}" for entry in unnamed]
+    buffered = record_notes(results, lambda result: result.buffered)
+    if buffered:
+        lines += ["", "**Test records not searched in exact order**: counted, but their searches gathered several "
+                  "children before each evaluation (the reference trainer's order) where the test procedure "
+                  "evaluates each node's children at once (spec 6.7), which changes their expansions (delete "
+                  "one and run `sgps compare` again to test in exact order):", ""]  # fmt: skip
+        lines += [f"- {entry}" for entry in buffered]
     untested = [f"{r.spec.name} on `{test.name}`" for r in finished for test in plan.tests
                 if test.name not in r.tests and test.name not in r.damaged and test.name not in r.stale]  # fmt: skip
     if untested:

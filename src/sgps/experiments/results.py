@@ -79,6 +79,7 @@ class RunResult:
     damaged: Mapping[str, str] = field(default_factory=dict)  # test set -> why its record is not counted
     stale: Mapping[str, str] = field(default_factory=dict)  # test set -> its record, made with other weights
     unnamed: Mapping[str, str] = field(default_factory=dict)  # test set -> its record, counted but naming no weights
+    buffered: Mapping[str, str] = field(default_factory=dict)  # test set -> its record, counted, not in exact order
 
     @property
     def cut_by_guard(self) -> bool:
@@ -120,7 +121,7 @@ def load_results(plan: ComparePlan, out: Path, train_total: int) -> list[RunResu
         results.append(RunResult(spec, finished, records.tests, curve, train_count, hours, subgoal_distance(directory),
                                  settings, stop_reason(path, state) if finished else "",
                                  training_progress(path) if not finished else None, records.damaged, records.stale,
-                                 records.unnamed))  # fmt: skip
+                                 records.unnamed, records.buffered))  # fmt: skip
     return results
 
 
@@ -150,6 +151,16 @@ def unnamed_warning(results: Sequence[RunResult]) -> str | None:
         return None
     return (f"test records counted without checking their weights: {'; '.join(unnamed)}; delete one and run "
             "sgps compare again to test anew")  # fmt: skip
+
+
+def buffered_warning(results: Sequence[RunResult]) -> str | None:
+    """One line naming the test records counted although their searches ran in buffered order (an
+    evaluation batch above 1), not the test procedure's exact order; None when there is none."""
+    buffered = record_notes(results, lambda result: result.buffered)
+    if not buffered:
+        return None
+    return (f"test records counted although not searched in exact order: {'; '.join(buffered)}; delete one and "
+            "run sgps compare again to test in exact order")  # fmt: skip
 
 
 def damaged_warning(results: Sequence[RunResult]) -> str | None:
@@ -184,7 +195,7 @@ def _offline_result(
     records = read_tests(plan, sets, run.path)
     return RunResult(spec, run.training_finished(), records.tests, None, plan.train_count(spec, train_total),
                      seconds / 3600, None, run.document, damaged=records.damaged, stale=records.stale,
-                     unnamed=records.unnamed)  # fmt: skip
+                     unnamed=records.unnamed, buffered=records.buffered)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -215,6 +226,7 @@ class TestRecords:
     damaged: dict[str, str]  # not counted: not a whole record of the test procedure
     stale: dict[str, str]  # not counted: made with other weights than the run has now
     unnamed: dict[str, str]  # counted: made before records named their weights, so not checked against them
+    buffered: dict[str, str]  # counted: searched in buffered order (evaluation batch > 1), not the procedure's
 
 
 def read_tests(plan: ComparePlan, sets: Mapping[str, TestSet | str], run: Path) -> TestRecords:
@@ -227,9 +239,13 @@ def read_tests(plan: ComparePlan, sets: Mapping[str, TestSet | str], run: Path) 
     now (`runstate.tested_weights`): a run trained further after its test (``sgps train
     --resume`` on a finished run) has a *stale* record, shown as such, not counted, and
     tested anew by `sgps compare`. A record made before records named their weights is
-    counted, and named as unchecked (deleting it makes `sgps compare` test anew).
+    counted, and named as unchecked (deleting it makes `sgps compare` test anew). So is a
+    record whose searches gathered more than one child per evaluation (its `evaluation_batch`
+    column; a record made before it had one was searched with its run's
+    `search.evaluation_batch`): counted, and named as not searched in the test procedure's
+    exact best-first order (spec 6.7), whose expansions it need not match.
     """
-    records = TestRecords({}, {}, {}, {})
+    records = TestRecords({}, {}, {}, {}, {})
     for test in plan.tests:
         record = test_csv(run, test.name)
         if not record.exists():
@@ -261,8 +277,21 @@ def read_tests(plan: ComparePlan, sets: Mapping[str, TestSet | str], run: Path) 
             if named != weights:
                 records.stale[test.name] = f"{record}: made with other weights than the run's checkpoint now"
                 continue
+        batch = _record_evaluation_batch(rows, run)
+        if batch != 1:
+            records.buffered[test.name] = f"{record}: searched with an evaluation batch of {batch}"
         records.tests[test.name] = read_test(rows)
     return records
+
+
+def _record_evaluation_batch(rows: Sequence[Mapping[str, str]], run: Path) -> int:
+    """The evaluation batch a whole test record's searches used: its `evaluation_batch` column, or for
+    a record made before records had one, the run's `search.evaluation_batch`, which tests then used."""
+    named = rows[0].get("evaluation_batch") if rows else None
+    if named:
+        return int(named)
+    opened = Run.open(run)  # an offline method's (HIPS-ε's) tests always searched in exact order
+    return (opened.config.search.evaluation_batch or 1) if opened.plugin.bootstrap else 1
 
 
 def read_test(rows: Sequence[Mapping[str, str]]) -> TestResult:

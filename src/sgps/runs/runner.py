@@ -47,6 +47,7 @@ from sgps.training.config import TrainConfig, check_options_apply, given_options
 from sgps.training.methods.plugin import RunSearch
 from sgps.training.methods.subgoal.view import SubgoalView, decode_subgoals
 from sgps.training.recipes import describe_recipe
+from sgps.training.schema import MAX_EVALUATION_BATCH
 from sgps.training.session import Session
 from sgps.training.setup import (
     build_method,
@@ -402,6 +403,7 @@ def test(
     workers: int = 1,
     record: bool = True,
     restart_rounds: bool = False,
+    evaluation_batch: int = 1,
 ) -> TestSummary:
     """Test a run's model (best, last or a checkpoint path) with budget doubling over `rounds`.
 
@@ -418,9 +420,11 @@ def test(
     round's problems split between them; ``ray`` deals each round's problems to one Ray
     actor per CPU of the cluster at `ray_address` (or of a local instance). Where the
     searches run does not change the record. `progress`: told as the searches
-    finish (`run_test`; in-process searches only).
+    finish (`run_test`; in-process searches only). `evaluation_batch`: children each search
+    gathers before an evaluation; 1, exact best-first order, is the test procedure's (spec 6.7),
+    whatever order the run trained in (its `search.evaluation_batch`).
     """
-    check_test_request(budget, rounds, workers, executor)
+    check_test_request(budget, rounds, workers, executor, evaluation_batch)
     opened = Run.of(run)
     if not opened.plugin.bootstrap and (executor != "local" or workers != 1):
         where = f"--executor {executor}" if executor != "local" else f"--workers {workers}"
@@ -436,13 +440,13 @@ def test(
     model_file = opened.checkpoint(checkpoint)
     trained = opened.searcher(states[0], model_file)
     identity = attempt_identity(model_file, problems, budget=budget, rounds=rounds, epsilon=trained.epsilon,
-                                evaluation_batch=trained.evaluation_batch)  # fmt: skip
+                                evaluation_batch=evaluation_batch)  # fmt: skip
     with contextlib.ExitStack() as stack:
         search_batch = None
         if trained.method is not None and (executor == "ray" or workers > 1):
             config = opened.config
             config = dataclasses.replace(config, search=dataclasses.replace(
-                config.search, evaluation_batch=trained.evaluation_batch))  # fmt: skip
+                config.search, evaluation_batch=evaluation_batch))  # fmt: skip
             pool = stack.enter_context(
                 search_pool(
                     executor,
@@ -454,9 +458,9 @@ def test(
                     ray_address=ray_address,
                 )
             )
-            search_batch = functools.partial(_test_round, pool, trained)
+            search_batch = functools.partial(_test_round, pool, trained, evaluation_batch)
         return run_test(levels.domain, states, trained.algorithm, trained.evaluator, budget=budget, rounds=rounds,
-                        epsilon=trained.epsilon, evaluation_batch=trained.evaluation_batch,
+                        epsilon=trained.epsilon, evaluation_batch=evaluation_batch,
                         children=trained.children, csv_path=record_file, identity=identity,
                         weights=weights_digest(model_file), level_set=level_set, search_batch=search_batch,
                         progress=progress, restart_rounds=restart_rounds,
@@ -480,22 +484,29 @@ def _check_record(record: Path, problems: Path, level_set: str, domain: Any, sta
 MAX_TEST_WORKERS = 1024
 
 
-def check_test_request(budget: int, rounds: int, workers: int, executor: str) -> None:
+def check_test_request(budget: int, rounds: int, workers: int, executor: str, evaluation_batch: int = 1) -> None:
     """Refuse a test's options that can never work, before its run is opened."""
     if budget < 1 or rounds < 1:
         raise ConfigError("--budget and --rounds must be at least 1")
+    if not 1 <= evaluation_batch <= MAX_EVALUATION_BATCH:
+        raise ConfigError(f"--evaluation-batch must be from 1 to {MAX_EVALUATION_BATCH}, got {evaluation_batch}")
     if workers < 1 or workers > MAX_TEST_WORKERS:
         raise ConfigError(f"--workers must be from 1 to {MAX_TEST_WORKERS}, got {workers}")
     check_executor(executor)
 
 
 def _test_round(
-    pool: BatchSearcher, trained: RunSearch, levels: Sequence[Any], budget: int, interim_budgets: tuple[int, ...]
+    pool: BatchSearcher,
+    trained: RunSearch,
+    evaluation_batch: int,
+    levels: Sequence[Any],
+    budget: int,
+    interim_budgets: tuple[int, ...],
 ) -> list[SearchResult]:
     """Searches of the test procedure on `pool`, with the trained method's test evaluator."""
     assert trained.method is not None
     return pool.search(trained.method, levels, budget=budget, epsilon=trained.epsilon, record_graph=False,
-                       batch_size=trained.evaluation_batch, test=True, interim_budgets=interim_budgets)  # fmt: skip
+                       batch_size=evaluation_batch, test=True, interim_budgets=interim_budgets)  # fmt: skip
 
 
 def subgoals(run: Path | Run, problems: Path, *, index: int = 0, checkpoint: str = "best") -> SubgoalView:

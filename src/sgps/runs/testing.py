@@ -34,9 +34,12 @@ from sgps.search.evaluators import Evaluator
 #: `weights`: what names the checkpoint tested (`sgps.models.checkpoint.weights_digest`), so that
 #: a record made with other weights than the run's is not counted as its result; `levels`: what
 #: names the level set tested (`level_set_digest`), so that a record of another set that shares
-#: its file name is never taken for this one's, nor replaced by it.
+#: its file name is never taken for this one's, nor replaced by it; `evaluation_batch`: the children
+#: each search gathered before an evaluation, 1 (exact best-first order) for the test procedure
+#: (spec 6.7); older records lack the column and were searched with their run's
+#: `search.evaluation_batch`.
 TEST_COLUMNS = ("round", "problem", "solved", "expanded", "generated", "length", "budget", "seconds", "steps",
-                "actions", "weights", "levels")  # fmt: skip
+                "actions", "weights", "levels", "evaluation_batch")  # fmt: skip
 
 
 def fault_in_test_record(
@@ -56,13 +59,16 @@ def fault_in_test_record(
     `rounds`) tries, in order, the problems still unsolved, with budget * 2^(r-1), until
     none is left or the rounds are spent; every row is an attempt (`attempt_fault`), its
     solution replayed from ``starts[problem]`` in `domain` when they are given, and every
-    row names the same weights and the same level set, `level_set` (`level_set_digest`) where
-    it is given and the record names one. A cut, duplicated, edited or foreign record breaks
+    row names the same weights, the same evaluation batch and the same level set, `level_set`
+    (`level_set_digest`) where it is given and the record names one. A cut, duplicated, edited or foreign record breaks
     this and is named (with the line of the row at fault) instead of being counted as a result.
     """
     named = rows[0].get("levels") if rows else None
     if level_set is not None and named and named != level_set:
         return f"its rows name another level set ({named}; this set is {level_set}) that shares the file name"
+    batch = rows[0].get("evaluation_batch") if rows else None  # None: a record made before the column
+    if batch is not None and not (_count(batch) or 0) >= 1:
+        return f"line 2: its evaluation batch is not a count above 0 ({batch!r})"
     attempts = []
     for line, row in enumerate(rows, start=2):
         attempt = _attempt(row)
@@ -93,6 +99,8 @@ def fault_in_test_record(
             fault = "its weights differ from those of the first row (rows of tests of different checkpoints)"
         if fault is None and row.get("levels") != named:
             fault = "its level set differs from that of the first row (rows of tests of different level sets)"
+        if fault is None and row.get("evaluation_batch") != rows[0].get("evaluation_batch"):
+            fault = "its evaluation batch differs from that of the first row (rows of tests in different orders)"
         if fault is not None:
             return f"line {line}: a row is not an attempt ({fault})"
     return None
@@ -365,14 +373,32 @@ class AttemptJournal:
 
 
 def _row(
-    round_number: int, problem: int, budget: int, weights: str, level_set: str, result: SearchResult
+    round_number: int, problem: int, budget: int, tested: RecordTags, result: SearchResult
 ) -> list[str]:
     """The test record's row (`TEST_COLUMNS`) of one attempt."""
     actions = " ".join(str(action) for action in result.actions or ()) if result.solved else ""
     values = [round_number, problem, int(result.solved), result.expanded, result.generated,
               result.length if result.solved else "", budget, f"{result.seconds:.4f}", result.domain_steps, actions,
-              weights, level_set]  # fmt: skip
+              tested.weights, tested.level_set, tested.evaluation_batch]  # fmt: skip
     return [str(value) for value in values]
+
+
+#: The record columns that say what a test searched with, the same in every row.
+RECORD_TAG_COLUMNS = ("weights", "levels", "evaluation_batch")
+
+
+@dataclass(frozen=True)
+class RecordTags:
+    """What every row of a test's record names: the weights (`weights_digest`, "" when unnamed), the
+    level set (`level_set_digest`, "" when unnamed) and the evaluation batch searched with."""
+
+    weights: str
+    level_set: str
+    evaluation_batch: int
+
+    def fields(self) -> list[str]:
+        """The values of `RECORD_TAG_COLUMNS`, as a record row holds them."""
+        return [self.weights, self.level_set, str(self.evaluation_batch)]
 
 
 def _journalled_attempt_holds(
@@ -380,15 +406,14 @@ def _journalled_attempt_holds(
     levels: Sequence[Any],
     budget: int,
     rounds: int,
-    weights: str,
-    level_set: str,
+    tested: RecordTags,
     row: Mapping[str, str],
 ) -> bool:
     """Whether a journalled row is an attempt this test would have made: a round and problem of the
     test, the round's budget, numbers in range and a solution that replays (`attempt_fault`), the
-    same weights and level set."""
+    same weights, level set and evaluation batch."""
     attempt = _attempt(row)
-    if attempt is None or row.get("weights") != weights or row.get("levels") != level_set:
+    if attempt is None or [row.get(column) for column in RECORD_TAG_COLUMNS] != tested.fields():
         return False
     round_number, problem, _, row_budget = attempt
     if not (1 <= round_number <= rounds and problem < len(levels)) or row_budget != budget * 2 ** (round_number - 1):
@@ -429,7 +454,8 @@ def run_test(
     twice it. `restart_rounds` searches each round afresh, as the procedure is written (the
     paper's); its rounds end sooner, which shows the early rounds' results first.
 
-    `evaluation_batch`: children each search gathers before an evaluation (1: exact order).
+    `evaluation_batch`: children each search gathers before an evaluation: 1, exact best-first
+    order, is the test procedure's (spec 6.7: b_inf = 1 at test); every row of the record names it.
 
     The CSV has a row per attempt; its `steps` column counts the primitive transitions
     the search computed (`SearchResult.domain_steps`), the measure of effort that
@@ -452,12 +478,13 @@ def run_test(
     journal = None
     if csv_path is not None and identity is not None:
         journal = AttemptJournal(journal_path(csv_path), identity)
-    keep = functools.partial(_journalled_attempt_holds, domain, levels, budget, rounds, weights, level_set)
+    tested = RecordTags(weights, level_set, evaluation_batch)
+    keep = functools.partial(_journalled_attempt_holds, domain, levels, budget, rounds, tested)
     done = {} if journal is None else journal.resume(keep)
     search = functools.partial(_search_group, domain, algorithm, evaluator, epsilon, evaluation_batch, search_batch,
                                children, progress)  # fmt: skip
     search_rounds = functools.partial(_search_in_groups, search, levels, at_once,
-                                      functools.partial(_record_rounds, done, journal, weights, level_set))  # fmt: skip
+                                      functools.partial(_record_rounds, done, journal, tested))  # fmt: skip
     budgets = [budget * 2**r for r in range(rounds)]
     if not restart_rounds:
         todo = [p for p in range(len(levels)) if not _concluded(done, p, rounds)]
@@ -535,8 +562,7 @@ def _search_in_groups(
 def _record_rounds(
     done: dict[tuple[int, int], list[str]],
     journal: AttemptJournal | None,
-    weights: str,
-    level_set: str,
+    tested: RecordTags,
     problems: Sequence[int],
     budgets: Sequence[int],
     index: int,
@@ -552,7 +578,7 @@ def _record_rounds(
     for round_number, budget in enumerate(budgets, start=first_round):
         key = (round_number, problem)
         if key not in done:
-            done[key] = _row(round_number, problem, budget, weights, level_set, result.within(budget))
+            done[key] = _row(round_number, problem, budget, tested, result.within(budget))
             if journal is not None:
                 journal.append(done[key])
         if done[key][2] == "1":

@@ -4,8 +4,9 @@ table comes from the run's own test records of exactly those weights.
 The card's numbers are never typed in: `build_model` reads each named test set's record
 (``RUN/metrics/test-*.csv``, written by ``sgps test RUN --problems FILE --checkpoint W``),
 checks that it is a whole record of the test procedure (spec/algorithms.md 6.7: every
-attempt, every solution replayed in its level) made with the weights being shipped on
-that very level file, and sums it up. ``tools/make_model.py`` is the command around it.
+attempt, every solution replayed in its level, searched in exact best-first order) made
+with the weights being shipped on that very level file, and sums it up.
+``tools/make_model.py`` is the command around it.
 """
 
 from __future__ import annotations
@@ -129,6 +130,12 @@ def _test_row(run: Run, test: CardLevels, digest: str) -> dict[str, Any]:
         raise ConfigError(f"{record}: {fault}")
     if any(row.get("weights") != digest for row in rows):
         raise ConfigError(f"{record}: made with other weights than those being shipped; test them again")
+    if rows and rows[0].get("evaluation_batch") != "1":
+        order = rows[0].get("evaluation_batch")
+        why = "made before records named their search order" if order is None else f"searched with an evaluation " \
+              f"batch of {order}"  # fmt: skip
+        raise ConfigError(f"{record}: {why}, not the test procedure's exact order; test the weights again with "
+                          "`sgps test` (exact order by default)")  # fmt: skip
     solved = [row for row in rows if row["solved"] == "1"]
     row: dict[str, Any] = {
         "levels": test.levels,
