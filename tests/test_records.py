@@ -185,6 +185,33 @@ def test_a_record_with_a_bad_evaluation_batch_is_named_and_not_counted(tiny, tmp
     assert "PHS" not in counted_rows((out / "report.md").read_text())
 
 
+def test_weights_replaced_while_a_test_loads_them_are_refused_not_recorded(tiny, tmp_path, monkeypatch):
+    """A training run that rewrites its checkpoint while `sgps test` reads it: the record named the weights
+    read after the load, which need not be those searched."""
+    import safetensors.torch
+
+    from sgps.errors import CheckpointError
+    from sgps.runs import runner
+    from sgps.runs.run import Run
+
+    out = copied(tiny, tmp_path)
+    run = out / "runs" / "phs-s0"
+    record = run / "metrics" / "test-test.csv"
+    tested = record.read_text()
+    loaded = Run.searcher
+
+    def load_then_replace(self, example, checkpoint, **kwargs):
+        searcher = loaded(self, example, checkpoint, **kwargs)
+        tensors = safetensors.torch.load_file(checkpoint)
+        safetensors.torch.save_file({name: tensor + 1.0 for name, tensor in tensors.items()}, checkpoint)
+        return searcher
+
+    monkeypatch.setattr(Run, "searcher", load_then_replace)
+    with pytest.raises(CheckpointError, match="was replaced while it was read"):
+        runner.test(run, out / "problems" / "tests" / "test.txt", budget=200)
+    assert record.read_text() == tested
+
+
 # -- records are checked, not trusted -------------------------------------------------------
 
 

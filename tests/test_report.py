@@ -344,3 +344,18 @@ def test_a_mean_of_solved_counts_never_reads_as_a_count_no_seed_reached():
     assert report_module.solved_count(317.0) == "317" and report_module.solved_count(None) == "-"
     assert report_module.solved_count(9_999.95) == "9,999.95" and report_module.solved_count(20.0) == "20"
     assert report_module._count(1_234_567.8) == "1,234,568"
+
+
+def test_a_test_mean_says_how_many_seeds_it_is_over_when_some_solved_nothing():
+    """A test's mean expansions and length exist only for seeds that solved a level: 3 seeds of which
+    one solved something used to print that seed's mean as the algorithm's, with nothing to say so."""
+    from sgps.experiments import summary as summary_module
+
+    expansions = [None, 1_234.5, None]
+    assert report_module._spread(expansions, report_module._decimal) == "1,234.50, 1 of 3 seeds"
+    assert report_module._spread([None, 100.0, 300.0], report_module._decimal) == "200.00 (100.00-300.00), 2 of 3 seeds"
+    assert report_module._spread([100.0, 300.0], report_module._decimal) == "200.00 (100.00-300.00)"
+    assert report_module._spread([None, None], report_module._decimal) == "-"
+    assert summary_module._seeds_mean(expansions, ",.1f") == "1,234.5 (1 of 3 seeds)"
+    assert summary_module._seeds_mean([10.0, 20.0], ".2f") == "15.00"
+    assert summary_module._seeds_mean([None], ".2f") == "-"

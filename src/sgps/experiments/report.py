@@ -339,13 +339,15 @@ def _paper_test(numbers: Sequence[float]) -> str:
 
 
 def _spread(values: Sequence[float | None], fmt: Callable[[float], str]) -> str:
-    """'mean (min-max)' over the values that exist; the value alone when they agree; '-' for none."""
+    """'mean (min-max)' over the values that exist; the value alone when they agree; '-' for none; and
+    ', N of M seeds' when only N of the M have one (a test mean of the seeds that solved something)."""
     present = [float(v) for v in values if v is not None]
     if not present:
         return "-"
+    over = "" if len(present) == len(values) else f", {len(present)} of {len(values)} seeds"
     if min(present) == max(present):
-        return fmt(present[0])
-    return f"{fmt(float(np.mean(present)))} ({fmt(min(present))}-{fmt(max(present))})"
+        return fmt(present[0]) + over
+    return f"{fmt(float(np.mean(present)))} ({fmt(min(present))}-{fmt(max(present))}){over}"
 
 
 def _count(value: float | None) -> str:

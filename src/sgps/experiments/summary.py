@@ -46,8 +46,8 @@ def terminal_summary(out: Path) -> str:
             tested = "" if len(scores) == len(runs) else f" ({len(scores)} tested)"  # means over the tested seeds
             solved = solved_count(_mean([s.solved for s in scores]))
             row += [f"{solved} of {scores[0].problems}{tested}" if scores else "-",
-                    _optional(_mean([s.mean_expansions for s in scores]), ",.1f"),
-                    _optional(_mean([s.mean_length for s in scores]), ".2f")]  # fmt: skip
+                    _seeds_mean([s.mean_expansions for s in scores], ",.1f"),
+                    _seeds_mean([s.mean_length for s in scores], ".2f")]  # fmt: skip
         rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width)
@@ -62,5 +62,11 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
-def _optional(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+def _seeds_mean(values: Sequence[float | None], spec: str) -> str:
+    """The mean over the seeds that have a value (a test's means need a solved level), and how many
+    of them those are when not all."""
+    present = [value for value in values if value is not None]
+    if not present:
+        return "-"
+    over = "" if len(present) == len(values) else f" ({len(present)} of {len(values)} seeds)"
+    return format(sum(present) / len(present), spec) + over

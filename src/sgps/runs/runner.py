@@ -438,9 +438,13 @@ def test(
     if record_file is not None:
         _check_record(record_file, problems, level_set, levels.domain, states)
     model_file = opened.checkpoint(checkpoint)
+    weights = weights_digest(model_file)  # named before the load, checked after it
     trained = opened.searcher(states[0], model_file)
     identity = attempt_identity(model_file, problems, budget=budget, rounds=rounds, epsilon=trained.epsilon,
                                 evaluation_batch=evaluation_batch)  # fmt: skip
+    if weights_digest(model_file) != weights:
+        raise CheckpointError(f"{model_file} was replaced while it was read (a training run still writing it?); "
+                              "test again once it is finished, or give --checkpoint a copy of the weights")  # fmt: skip
     with contextlib.ExitStack() as stack:
         search_batch = None
         if trained.method is not None and (executor == "ray" or workers > 1):
@@ -462,7 +466,7 @@ def test(
         return run_test(levels.domain, states, trained.algorithm, trained.evaluator, budget=budget, rounds=rounds,
                         epsilon=trained.epsilon, evaluation_batch=evaluation_batch,
                         children=trained.children, csv_path=record_file, identity=identity,
-                        weights=weights_digest(model_file), level_set=level_set, search_batch=search_batch,
+                        weights=weights, level_set=level_set, search_batch=search_batch,
                         progress=progress, restart_rounds=restart_rounds,
                         at_once=functools.partial(searches_in_step, workers if executor == "local" else 1))  # fmt: skip
 
