@@ -235,6 +235,8 @@ def main() -> None:
                         help="also count the levels solved within these budgets (each at most --budget)")  # fmt: skip
     parser.add_argument("--evaluator", choices=("train", "test"), default="train")
     parser.add_argument("--mixture", choices=("geometric", "arithmetic"), help="mix π^SG's codes so instead")
+    parser.add_argument("--evaluation-batch", type=int, metavar="K",
+                        help="children a search gathers per evaluation (default: the run's search.evaluation_batch)")
     parser.add_argument("--csv", type=Path, help="also write the rows here")
     parser.add_argument("--plot", type=Path, help="draw the --from csv files and --runs curves to this PNG, and stop")
     parser.add_argument("--from", dest="sources", nargs="+", type=Path, default=[], help="csv files to --plot")
@@ -249,6 +251,8 @@ def main() -> None:
         return
     if args.run is None or args.problems is None:
         parser.error("RUN and --problems are needed (unless --plot)")
+    if args.evaluation_batch is not None and args.evaluation_batch < 1:
+        parser.error("--evaluation-batch must be at least 1")
     if any(not 1 <= bound <= args.budget for bound in args.within):
         parser.error(f"--within budgets must be between 1 and --budget ({args.budget})")
     torch.set_num_threads(1)
@@ -259,6 +263,8 @@ def main() -> None:
     if args.mixture is not None:
         config = dataclasses.replace(config, subgoal=dataclasses.replace(config.subgoal, mixture=args.mixture))
     domain = read_levels(args.problems, config.run.domain).domain
+    order = args.evaluation_batch or config.search.evaluation_batch or 1
+    print(f"evaluation batch {order} ({'exact best-first order' if order == 1 else 'buffered order'})")
     interim = tuple(sorted({bound for bound in args.within if bound < args.budget}))
     rows = []
     for label in args.weights:
@@ -266,7 +272,7 @@ def main() -> None:
         evaluator = method.evaluator() if args.evaluator == "train" else method.test_evaluator()
         start = time.perf_counter()
         results = search_lockstep(domain, levels, method.algorithm, evaluator, budget=args.budget,
-                                  epsilon=config.bootstrap.epsilon, batch_size=config.search.evaluation_batch or 1,
+                                  epsilon=config.bootstrap.epsilon, batch_size=order,
                                   record_graph=True, interim_budgets=interim)  # fmt: skip
         seconds = time.perf_counter() - start
         found = progress(domain, levels, results)
@@ -279,6 +285,7 @@ def main() -> None:
             print("    " + ", ".join(f"{key.removeprefix('solved_')}: {count}" for key, count in within.items()))
         updates = updates_of(label)
         rows.append({"weights": label, "updates": "" if updates is None else updates, "mixture": config.subgoal.mixture,
+                     "evaluation_batch": order,
                      "levels": len(levels),
                      "budget": args.budget, "solved": found["solved"], "reached": f"{found['reached']:.3f}",
                      "histogram": histogram, "depth": f"{found['depth']:.1f}", "exit": found["exit"],
