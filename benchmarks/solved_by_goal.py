@@ -50,7 +50,6 @@ def main() -> None:
     if rows and max(int(row["problem"]) for row in rows) >= len(train):
         parser.error(f"{args.run}'s rows name problems beyond the {len(train)} training problems of {args.problems}")
     goals = sorted({ITEM_NAMES[state.board.extra] for state in train})
-    searched, solved = Counter(), Counter()
     windows: dict[int, tuple[Counter, Counter]] = {}
     for row in rows:
         goal = ITEM_NAMES[train[int(row["problem"])].board.extra]
@@ -58,8 +57,6 @@ def main() -> None:
         tried, won = windows.setdefault((int(row["iteration"]), window), (Counter(), Counter()))
         tried[goal] += 1
         won[goal] += row["solved"] == "1"
-        searched[goal] += 1
-        solved[goal] += row["solved"] == "1"
     print(f"{args.run}: training problems by goal: "
           + ", ".join(f"{goal} {sum(ITEM_NAMES[s.board.extra] == goal for s in train):,}" for goal in goals))
     print(f"{'iteration':>9s} {'batches':>9s}  " + "  ".join(f"{goal + ': solved / searched':>28s}" for goal in goals))
@@ -67,6 +64,8 @@ def main() -> None:
         first = window * args.window
         cells = "  ".join(f"{f'{won[goal]:,} / {tried[goal]:,}':>28s}" for goal in goals)
         print(f"{iteration:>9d} {f'{first}-{first + args.window - 1}':>9s}  {cells}")
+    searched = sum((tried for tried, _ in windows.values()), Counter())
+    solved = sum((won for _, won in windows.values()), Counter())
     print(f"{'all':>19s}  " + "  ".join(f"{f'{solved[goal]:,} / {searched[goal]:,}':>28s}" for goal in goals))
 
 

@@ -477,6 +477,9 @@ def option_cases(space: Workspace) -> list[Case]:
     test = space.fill("test {run} --problems {levels}", "")
     for bad in [*HOSTILE_VALUES["int"], "0", "100000"]:
         cases.append(Case("options per algorithm", f"test --workers {bad!r}", _cli([*test, "--workers", bad])))
+    for bad in [*HOSTILE_VALUES["int"], "0", "4097"]:
+        cases.append(Case("options per algorithm", f"test --evaluation-batch {bad!r}",
+                          _cli([*test, "--evaluation-batch", bad])))  # fmt: skip
     cases.append(Case("options per algorithm", "test --workers 2 --executor ray",
                       _cli([*test, "--workers", "2", "--executor", "ray"])))  # fmt: skip
     for command in (base, space.fill("compare {config} --out {fresh}", "")):
