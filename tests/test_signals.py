@@ -141,7 +141,7 @@ def _with_ctrl_c() -> None:
 
 def test_solver_processes_end_with_a_dataset_build_killed_outright(tmp_path):
     """`sgps dataset --workers 2` killed with SIGKILL used to leave its solver processes running for good."""
-    # Four levels the solver needs some 20 s each for (2,000,000 states under the default cap), so the build
+    # Four levels the solver needs some 20 s each for (it stops at the default state cap, 472,597 states), so the build
     # is still solving when it is killed: 60 small levels were sometimes all solved before the solver
     # processes could be seen.
     domain = get_domain("tsp")
