@@ -76,13 +76,14 @@ def test_a_level_can_be_a_file_and_index_a_level_or_a_state(readme_run, searcher
 def test_solve_many_searches_as_many_levels_at_once_as_fit_and_finds_the_same(readme_run, searcher, monkeypatch):
     levels = read_levels(readme_run[0] / "test.txt").states()[:5]
     together = [found(outcome) for outcome in searcher.solve_many(levels, budget=2000)]
-    budgets, groups = [], []
+    budgets, calls = [], []
     search_lockstep = sgps.api.search_lockstep
     monkeypatch.setattr(sgps.api, "concurrent_searches", lambda budget: budgets.append(budget) or 2)
     monkeypatch.setattr(sgps.api, "search_lockstep", lambda domain, roots, *args, **kwargs:
-                        groups.append(len(roots)) or search_lockstep(domain, roots, *args, **kwargs))  # fmt: skip
+                        calls.append((len(roots), kwargs["concurrency"]))
+                        or search_lockstep(domain, roots, *args, **kwargs))  # fmt: skip
     assert [found(outcome) for outcome in searcher.solve_many(levels, budget=2000)] == together
-    assert budgets == [2000] and groups == [2, 2, 1]
+    assert budgets == [2000] and calls == [(5, 2)]  # 2 at a time, the next starting as one ends
 
 
 def test_other_algorithms_and_budgets(readme_run, searcher):

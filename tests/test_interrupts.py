@@ -448,6 +448,19 @@ def test_test_stops_while_searching_and_runs_again(tmp_path, capsys, trained, na
     assert list((trained / "metrics").glob("test-*.csv")), "no test record"
 
 
+def test_a_test_with_search_processes_stops_in_one_line_mid_stream_and_runs_again(tmp_path, capsys, trained):
+    """SIGTERM once the first result has come back from two search processes that are still
+    searching (`SearchPool.search_stream`): one line, the processes gone, nothing left in
+    /dev/shm, and the test runs again to its record."""
+    problems = levels(tmp_path / "test.txt", 12)
+    argv = ["test", str(trained), "--problems", str(problems), "--budget", "300", "--workers", "2"]
+    code, lines = drive(tmp_path, "test", how_to_signal("SIGTERM"), argv)
+    assert (code, lines) == (STOPPED["SIGTERM"][1], [STOPPED["SIGTERM"][0]])
+    code, err = sgps(capsys, *argv)
+    assert code == 0, err
+    assert list((trained / "metrics").glob("test-*.csv")), "no test record"
+
+
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_dataset_stops_while_solving_and_runs_again(tmp_path, capsys, name):
     problems, out = levels(tmp_path / "t.txt", 30), tmp_path / "data.npz"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import pytest
 
 from sgps.domains import get_domain
-from sgps.execution.pool import SearchPool
+from sgps.execution.pool import SearchPool, StreamOptions
 from sgps.search import search_lockstep
 from sgps.training.config import resolve_config
 from sgps.training.setup import build_method
@@ -27,6 +30,43 @@ def test_pool_results_equal_in_process_lockstep_results_with_graphs_and_current_
         assert (a.status, a.expanded, a.generated, a.actions) == (b.status, b.expanded, b.generated, b.actions)
         np.testing.assert_array_equal(a.graph.parents, b.graph.parents)
         np.testing.assert_array_equal(a.graph.rediscovered, b.graph.rediscovered)
+
+
+def test_streamed_searches_equal_in_process_lockstep_results_and_each_comes_once():
+    """`search_stream`: each worker takes the next level as one of its searches ends; every level's
+    result comes once, equal to the in-process search's, and the pool serves another call after it;
+    a search that raises in a worker raises in the caller, and the pool then takes no other call."""
+    domain = get_domain("boxworld")
+    levels = [domain.generate(seed) for seed in range(5)]
+    config = resolve_config("tiny", overrides={"run": {"algorithm": "phs-sg", "device": "cpu"}})
+    method = build_method(domain, levels[0], config)
+    for parameter in method.model.parameters():
+        parameter.data.mul_(1.5)
+    expected = search_lockstep(domain, levels, method.algorithm, method.test_evaluator(), budget=150,
+                               interim_budgets=(40, 80))  # fmt: skip
+    options = StreamOptions(budget=150, epsilon=0.01, batch_size=1, interim_budgets=(40, 80), test=True,
+                            concurrency=2)  # fmt: skip
+    with SearchPool(2, domain, levels[0], config) as pool:
+        calls = []
+        for chosen, at_once in ((levels, 2), (levels[2:4], 1)):  # 1: one process searches, the other waits
+            calls.append([])
+            pool.search_stream(method, chosen, dataclasses.replace(options, concurrency=at_once),
+                               lambda index, result: calls[-1].append((index, result)))  # fmt: skip
+        wrong = dataclasses.replace(options, interim_budgets=(400,))  # a worker's error reaches the caller
+        with pytest.raises(ValueError, match="interim budgets"):
+            pool.search_stream(method, levels, wrong, lambda index, result: None)
+        with pytest.raises(RuntimeError, match="earlier failure"):  # its tasks could mix with the next call's
+            pool.search(method, levels, budget=120, epsilon=0.01, record_graph=False)
+        pool.close(at_once=True)  # as the `with` block does after an error: nothing left to stop
+    assert sorted(index for index, _ in calls[0]) == list(range(5))
+    assert sorted(index for index, _ in calls[1]) == [0, 1]
+    for index, result in calls[0]:
+        want = expected[index]
+        assert (result.status, result.expanded, result.generated, result.actions) == (
+            want.status, want.expanded, want.generated, want.actions)  # fmt: skip
+        assert [result.within(b).expanded for b in (40, 80)] == [want.within(b).expanded for b in (40, 80)]
+    for index, result in calls[1]:
+        assert result.expanded == expected[2 + index].expanded
 
 
 def test_a_run_keeps_its_set_up_out_of_full_collections_and_gives_it_back(tmp_path, monkeypatch):

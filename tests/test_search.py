@@ -26,6 +26,7 @@ from sgps.search import (
     phs_cost,
     run,
     run_lockstep,
+    run_lockstep_stream,
     search,
     search_lockstep,
     wastar_cost,
@@ -295,6 +296,78 @@ def test_lockstep_tells_each_finish_and_searches_as_without_being_watched():
     alone = search_lockstep(domain, levels, make_algorithm("phs"), evaluator, budget=150)
     assert [(r.status, r.expanded, r.actions) for r in watched] == [(r.status, r.expanded, r.actions) for r in alone]
     assert finished == sorted(set(finished)) and finished[-1] == len(levels)  # growing counts, ending at all
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), count=st.integers(1, 7), concurrency=st.integers(1, 4),
+       batch_size=st.sampled_from([1, 3]))  # fmt: skip
+def test_lockstep_a_few_at_a_time_equals_all_at_once_and_never_runs_more(seed, count, concurrency, batch_size):
+    """With `concurrency`, the next level's search starts as one finishes: the same results, each
+    told once, never more than `concurrency` searches asking at once."""
+    domain = get_domain("tsp")
+    levels = [domain.generate(seed + k, cities=3) for k in range(count)]
+    budgets = [30 + 97 * ((seed + k) % 4) for k in range(count)]  # searches ending at different times
+    widest = concurrency * (batch_size + domain.num_actions - 1)  # the most a round of `concurrency` asks
+
+    batches: list[int] = []
+
+    class Watched(SkewedPolicy):
+        def __call__(self, states: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+            batches.append(len(states))
+            return super().__call__(states)
+
+    def engines() -> list[BestFirstSearch]:
+        return [BestFirstSearch(domain, level, make_algorithm("phs"), budget=budget, batch_size=batch_size)
+                for level, budget in zip(levels, budgets, strict=True)]  # fmt: skip
+
+    told: list[int] = []
+    watched = Watched(domain)
+    ran = run_lockstep_stream(enumerate(engines()), watched, concurrency=concurrency,
+                              on_result=lambda index, result: told.append(index))  # fmt: skip
+    together = run_lockstep(engines(), SkewedPolicy(domain))
+    alone = [run(engine, SkewedPolicy(domain)) for engine in engines()]
+    assert ran == count and sorted(told) == list(range(count))
+    assert max(batches) <= widest
+    streamed = search_lockstep(domain, levels, make_algorithm("phs"), SkewedPolicy(domain), budget=max(budgets),
+                               batch_size=batch_size, concurrency=concurrency)  # fmt: skip
+    everything = search_lockstep(domain, levels, make_algorithm("phs"), SkewedPolicy(domain), budget=max(budgets),
+                                 batch_size=batch_size)  # fmt: skip
+    for a, b in zip(streamed, everything, strict=True):
+        assert (a.status, a.expanded, a.generated, a.actions) == (b.status, b.expanded, b.generated, b.actions)
+    for a, b in zip(together, alone, strict=True):
+        assert (a.status, a.expanded, a.generated, a.actions) == (b.status, b.expanded, b.generated, b.actions)
+
+
+def test_lockstep_a_few_at_a_time_counts_the_searches_done_as_they_were_taken():
+    """A search finished before it runs (its root a goal) counts among the finished at once, even
+    when it is among the last taken: the progress count ends at all of them."""
+
+    class Steps:
+        def __init__(self, steps: int) -> None:
+            self.steps, self.result = steps, f"after {steps}"
+
+        @property
+        def done(self) -> bool:
+            return self.steps == 0
+
+        def advance(self) -> list[int]:
+            return [self.steps]
+
+        def receive(self, log_policy: np.ndarray, heuristic: np.ndarray | None) -> None:
+            self.steps -= 1
+
+    told: list[int] = []
+    results: list[tuple[int, str]] = []
+    searches = [Steps(2), Steps(0), Steps(0)]
+    ran = run_lockstep_stream(enumerate(searches), lambda states: (np.zeros((len(states), 1)), None), concurrency=1,
+                              on_finished=told.append, on_result=lambda i, r: results.append((i, r)))  # fmt: skip
+    assert ran == 3 and told == [3] and sorted(results) == [(0, "after 2"), (1, "after 0"), (2, "after 0")]
+
+
+def test_lockstep_refuses_to_run_no_search_at_a_time():
+    domain = get_domain("tsp")
+    with pytest.raises(ValueError, match="at least one search"):
+        run_lockstep_stream([], SkewedPolicy(domain), concurrency=0)
 
 
 # -- interim budgets: one search records what each smaller budget returns --------------------

@@ -105,6 +105,10 @@ def test_a_round_searched_a_few_levels_at_a_time_records_what_one_lockstep_does(
     assert record(tmp_path / "grouped.csv") == record(tmp_path / "together.csv")
     actions = tsp.num_actions
     assert together.largest > 3 * actions >= grouped.largest  # at most 3 searches asked at once
+    waiting = CountingHeuristic(tsp)  # groups of 3, each waiting for its longest search (`refill=False`)
+    run(tsp, levels, tmp_path / "waiting.csv", identity, waiting, at_once=lambda budget: 3, refill=False)
+    assert record(tmp_path / "waiting.csv") == record(tmp_path / "together.csv")
+    assert 3 * actions >= waiting.largest and waiting.calls > grouped.calls  # the lockstep thinned out in groups
 
     cut = tmp_path / "cut.csv"  # interrupted in a group and resumed in groups of another size
     with pytest.raises(KilledError):

@@ -151,7 +151,8 @@ class Searcher:
         Each search follows the order it would follow alone; the network evaluates the
         requests of all of them as one batch. With a budget, as many levels are searched at
         once as their trees fit in half this machine's memory (`sgps.runs.memory.concurrent_searches`:
-        9 at 512,000 expansions with 24 GiB), the rest after them, which changes no outcome.
+        9 at 512,000 expansions with 24 GiB), the next level's search starting as one ends,
+        which changes no outcome.
         The levels must share one size. The options are those of `solve`; the outcomes come
         back in input order.
         """
@@ -175,13 +176,10 @@ class Searcher:
             raise ConfigError(f"solve_many needs levels of one size; these have observation shapes {sorted(shapes)}")
         trained, chosen = self._prepare(starts[0], algorithm, epsilon)
         cap = self._budget(budget)
-        group = len(starts) if cap is None else concurrent_searches(cap)
-        outcomes = []
-        for first in range(0, len(starts), group):
-            results = search_lockstep(self.domain, starts[first : first + group], chosen, trained.evaluator,
-                                      budget=cap, epsilon=trained.epsilon, children=trained.children)  # fmt: skip
-            outcomes += [_outcome(result) for result in results]
-        return outcomes
+        at_once = len(starts) if cap is None else concurrent_searches(cap)  # the next starts as one ends
+        results = search_lockstep(self.domain, starts, chosen, trained.evaluator, budget=cap, epsilon=trained.epsilon,
+                                  children=trained.children, concurrency=at_once)  # fmt: skip
+        return [_outcome(result) for result in results]
 
     def _start(self, level: str | Path | Level | object, index: int | None) -> Any:
         if isinstance(level, str | Path):

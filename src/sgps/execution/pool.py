@@ -28,13 +28,14 @@ import contextlib
 import dataclasses
 import multiprocessing
 import os
+import queue
 import signal
 import sys
 import time
 import traceback
 import types
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection, wait
@@ -60,8 +61,8 @@ from sgps.execution.shared import (
 )
 from sgps.processes import end_with_parent, leave_quietly, parent_sentinel
 from sgps.search.costs import Algorithm
-from sgps.search.drivers import search_lockstep
-from sgps.search.engine import SearchResult
+from sgps.search.drivers import run_lockstep_stream, search_lockstep
+from sgps.search.engine import BestFirstSearch, SearchResult
 from sgps.training.bootstrap import Method, ResultDrawer
 from sgps.training.config import TrainConfig
 from sgps.training.setup import build_method, freeze_setup
@@ -73,6 +74,10 @@ STARTUP_SECONDS = 120
 CLOSE_SECONDS = 10
 #: How long a search process whose link to the training process broke waits to see that process end.
 PARENT_EXIT_SECONDS = 1.0
+#: How often `SearchPool.search_stream` looks at its workers while no result arrives (seconds), and how
+#: long it waits for results still on their way once every worker has returned.
+STREAM_POLL_SECONDS = 0.5
+STREAM_DRAIN_SECONDS = 30.0
 #: What multiprocessing's resource tracker is started with (`start_resource_tracker`): its warnings off.
 TRACKER_WARNINGS = "ignore::UserWarning:multiprocessing.resource_tracker"
 
@@ -161,6 +166,43 @@ class SearchWorker:
                                   interim_budgets=interim_budgets)  # fmt: skip
         return results if drawer is None else drawer(results)
 
+    def search_stream(self, weights: dict[str, torch.Tensor], call: int, levels: Sequence[Any], options: StreamOptions,
+                      tasks: Any, results: Any) -> int:  # fmt: skip
+        """Search the levels whose indices `tasks` hands out for `call`, `options.concurrency` at a
+        time, taking the next as soon as one finishes, until the call's end mark; each result goes
+        to `results` as (call, index, result) when its search finishes. Returns how many it searched."""
+        self.method.load_model_weights(weights)
+        evaluator = self.method.test_evaluator() if options.test else self.method.evaluator()
+        algorithm = self.method.algorithm
+
+        def pending() -> Iterator[tuple[int, BestFirstSearch[Any]]]:
+            while True:
+                tag, index = tasks.get()
+                if tag != call:  # left by an earlier call that stopped before its end
+                    continue
+                if index is None:
+                    return
+                yield index, BestFirstSearch(self.domain, levels[index], algorithm, budget=options.budget,
+                                             epsilon=options.epsilon, batch_size=options.batch_size,
+                                             interim_budgets=options.interim_budgets)  # fmt: skip
+
+        return run_lockstep_stream(pending(), evaluator, concurrency=options.concurrency,
+                                   on_result=lambda index, result: results.put((call, index, result)))  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamOptions:
+    """How `SearchPool.search_stream`'s searches run: their budget, ε, evaluation batch, interim
+    budgets, test or training evaluator, and how many run at a time (over all the pool's
+    processes; each process is sent its share)."""
+
+    budget: int
+    epsilon: float
+    batch_size: int
+    interim_budgets: tuple[int, ...]
+    test: bool
+    concurrency: int
+
 
 def deal(levels: Sequence[Any], workers: int) -> list[list[Any]]:
     """`levels` dealt round-robin into at most `workers` non-empty shares (share i: levels i, i + n, ...)."""
@@ -182,12 +224,14 @@ def gather(answers: Sequence[Sequence[SearchResult]], count: int) -> list[Search
 
 
 _worker: SearchWorker | None = None
+_stream_queues: tuple[Any, Any] | None = None  # (tasks, results) of `SearchPool.search_stream`
 
 
-def _start_worker(domain: Domain[Any], example: Any, config: TrainConfig) -> None:
-    global _worker
+def _start_worker(domain: Domain[Any], example: Any, config: TrainConfig, tasks: Any, results: Any) -> None:
+    global _worker, _stream_queues
     guard_search_process()
     _worker = SearchWorker(domain, example, config)
+    _stream_queues = (tasks, results)
 
 
 def _search_share(
@@ -197,6 +241,12 @@ def _search_share(
     assert _worker is not None, "the worker process was not initialised"
     return _worker.search(weights.load(), levels, budget, epsilon, record_graph, batch_size, test, drawer,
                           interim_budgets)  # fmt: skip
+
+
+def _search_stream(weights: SharedWeights, call: int, levels: Sequence[Any], options: StreamOptions) -> int:
+    """A `SearchPool.search_stream` task in a worker process: search levels from the pool's task queue."""
+    assert _worker is not None and _stream_queues is not None, "the worker process was not initialised"
+    return _worker.search_stream(weights.load(), call, levels, options, *_stream_queues)
 
 
 class SharedWeights:
@@ -257,12 +307,19 @@ class SearchPool:
         if workers < 2:
             raise ValueError("a search pool needs at least 2 workers")
         start_resource_tracker()  # before the executor's semaphores, which it removes if this process is killed
+        context = multiprocessing.get_context("spawn")
         self.workers = workers
+        self.tasks = context.Queue()  # (call, level index) for `search_stream`, then (call, None) per task
+        self.results = context.Queue()  # (call, level index, result) from `search_stream`'s workers
+        self.calls = 0
+        self.broken = False  # set when a stream stopped before its end (`search_stream`)
+        self.closed = False
+        on_cpu = dataclasses.replace(config, run=dataclasses.replace(config.run, device="cpu"))
         self.executor = ProcessPoolExecutor(
             workers,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=context,
             initializer=_start_worker,
-            initargs=(domain, example, dataclasses.replace(config, run=dataclasses.replace(config.run, device="cpu"))),
+            initargs=(domain, example, on_cpu, self.tasks, self.results),
         )
 
     def search(
@@ -279,6 +336,8 @@ class SearchPool:
         interim_budgets: tuple[int, ...] = (),
     ) -> list[SearchResult]:
         """Search `levels` (dealt round-robin to the workers) with `method`'s weights; results in input order."""
+        if self.broken:
+            raise RuntimeError("this search pool stopped after an earlier failure; start a new one")
         shares = deal(levels, self.workers)
         weights = method.model_weights()
         parts = drawer_parts(drawer, len(shares), self.workers)
@@ -290,14 +349,93 @@ class SearchPool:
         except BrokenProcessPool:
             raise SearchProcessLostError(cause="killed, out of memory, or it failed to start: see above") from None
 
+    def search_stream(
+        self,
+        method: Method,
+        levels: Sequence[Any],
+        options: StreamOptions,
+        on_result: Callable[[int, SearchResult], None],
+    ) -> None:
+        """Search `levels` with `method`'s weights, `options.concurrency` searches at a time over
+        all the workers (each running its share), each worker taking the next level as soon as one
+        of its searches finishes; `on_result(index, result)` is told each result as it arrives
+        (in the order the searches finish).
+
+        Unlike `search`, whose shares are dealt before any search starts, no worker idles while
+        another has levels left, and no worker's lockstep thins out while levels remain: a test
+        whose searches end at very different expansions (the solved ones early, the unsolved at
+        the last round's budget) keeps every worker busy. Each search's order is its own, so the
+        results are those of `search` (up to the batches' float rounding, docs/training.md).
+        """
+        if self.broken:
+            raise RuntimeError("this search pool stopped after an earlier failure; start a new one")
+        if options.concurrency < 1:
+            raise ValueError(f"at least one search must run at a time, got {options.concurrency}")
+        self.calls += 1
+        call = self.calls
+        tasks = min(self.workers, options.concurrency)  # never more trees at once than `concurrency`
+        shares = [options.concurrency // tasks + (i < options.concurrency % tasks) for i in range(tasks)]
+        for index in range(len(levels)):
+            self.tasks.put((call, index))
+        for _ in range(tasks):
+            self.tasks.put((call, None))
+        weights = method.model_weights()
+        try:
+            futures = [self.executor.submit(_search_stream, SharedWeights(weights), call, list(levels),
+                                            dataclasses.replace(options, concurrency=share))
+                       for share in shares]  # fmt: skip
+            self._receive(call, futures, len(levels), on_result)
+        except BrokenProcessPool:
+            self._break()
+            raise SearchProcessLostError(cause="killed, out of memory, or it failed to start: see above") from None
+        except BaseException:  # a worker may still be searching this call: its tasks and results would
+            self._break()  # mix with the next call's, so the pool takes no other
+            raise
+
+    def _receive(
+        self, call: int, futures: Sequence[Future[int]], count: int, on_result: Callable[[int, SearchResult], None]
+    ) -> None:
+        """Tell `on_result` the `count` results of stream `call` as they arrive; raise a worker's error."""
+        received = 0
+        quiet_since = None
+        while received < count:
+            try:
+                tag, index, result = self.results.get(timeout=STREAM_POLL_SECONDS)
+            except queue.Empty:
+                for future in futures:
+                    if future.done():
+                        future.result()  # a worker's error, raised here
+                if all(future.done() for future in futures):  # results may still be on their way
+                    quiet_since = quiet_since or time.monotonic()
+                    if time.monotonic() - quiet_since > STREAM_DRAIN_SECONDS:
+                        raise SearchProcessLostError(cause=f"the searches ended with {received} of {count} "
+                                                           "results sent") from None  # fmt: skip
+                continue
+            if tag == call:
+                on_result(index, result)
+                received += 1
+        for future in futures:
+            future.result()
+
+    def _break(self) -> None:
+        """Stop the workers at once and refuse further batches (after a stream that did not finish)."""
+        self.broken = True
+        self.close(at_once=True)
+
     def close(self, *, at_once: bool = False) -> None:
-        """Stop the workers: after their current share, or `at_once` (an interrupt, an error)."""
+        """Stop the workers: after their current share, or `at_once` (an interrupt, an error); once."""
+        if self.closed:  # e.g. by a stream that failed, then by the `with` block around it
+            return
+        self.closed = True
         if at_once:  # the executor only waits; its processes are stopped here
             _quiet_resource_sharer()
             for process in list(getattr(self.executor, "_processes", {}).values()):
                 with contextlib.suppress(OSError):
                     process.terminate()
         self.executor.shutdown(wait=not at_once, cancel_futures=True)
+        for channel in (self.tasks, self.results):  # unread items must not hold this process at its exit
+            channel.cancel_join_thread()
+            channel.close()
 
     def __enter__(self) -> SearchPool:
         return self

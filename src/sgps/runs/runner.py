@@ -24,6 +24,7 @@ from sgps.execution.placement import (
     search_pool,
     search_workers,
 )
+from sgps.execution.pool import SearchPool, StreamOptions
 from sgps.execution.ray_pool import check_executor
 from sgps.fileio import atomic_write_text, open_regular
 from sgps.models.checkpoint import weights_digest
@@ -404,6 +405,8 @@ def test(
     record: bool = True,
     restart_rounds: bool = False,
     evaluation_batch: int = 1,
+    refill: bool = True,
+    at_once: int | None = None,
 ) -> TestSummary:
     """Test a run's model (best, last or a checkpoint path) with budget doubling over `rounds`.
 
@@ -416,15 +419,22 @@ def test(
 
     `executor`: ``local`` searches in this process, or with `workers` > 1 in that many
     local search processes (`sgps.execution.placement.search_pool`: around one shared
-    evaluator where the run's `run.evaluator` says so, else with a model copy each), each
-    round's problems split between them; ``ray`` deals each round's problems to one Ray
+    evaluator where the run's `run.evaluator` says so, else with a model copy each: each
+    of those takes the next level as soon as one of its searches ends, `SearchPool.search_stream`),
+    each round's problems split between them; ``ray`` deals each round's problems to one Ray
     actor per CPU of the cluster at `ray_address` (or of a local instance). Where the
     searches run does not change the record. `progress`: told as the searches
-    finish (`run_test`; in-process searches only). `evaluation_batch`: children each search
+    finish (`run_test`; not on Ray, around a shared evaluator, nor with `refill=False` and
+    `workers` > 1). `evaluation_batch`: children each search
     gathers before an evaluation; 1, exact best-first order, is the test procedure's (spec 6.7),
-    whatever order the run trained in (its `search.evaluation_batch`).
+    whatever order the run trained in (its `search.evaluation_batch`). `refill=False`: the searches
+    go in groups, each waiting for its longest (`run_test`; to measure what refilling saves).
+    `at_once`: searches at a time over all search processes (default: as many as fit in half
+    this machine's memory at the round's budget, `searches_in_step`).
     """
     check_test_request(budget, rounds, workers, executor, evaluation_batch)
+    if at_once is not None and at_once < 1:
+        raise ConfigError(f"at least one search must run at a time, got at_once = {at_once}")
     opened = Run.of(run)
     if not opened.plugin.bootstrap and (executor != "local" or workers != 1):
         where = f"--executor {executor}" if executor != "local" else f"--workers {workers}"
@@ -446,7 +456,7 @@ def test(
         raise CheckpointError(f"{model_file} was replaced while it was read (a training run still writing it?); "
                               "test again once it is finished, or give --checkpoint a copy of the weights")  # fmt: skip
     with contextlib.ExitStack() as stack:
-        search_batch = None
+        search_batch = search_stream = None
         if trained.method is not None and (executor == "ray" or workers > 1):
             config = opened.config
             config = dataclasses.replace(config, search=dataclasses.replace(
@@ -463,12 +473,15 @@ def test(
                 )
             )
             search_batch = functools.partial(_test_round, pool, trained, evaluation_batch)
+            if refill and isinstance(pool, SearchPool):
+                search_stream = functools.partial(_test_stream, pool, trained, evaluation_batch)
         return run_test(levels.domain, states, trained.algorithm, trained.evaluator, budget=budget, rounds=rounds,
                         epsilon=trained.epsilon, evaluation_batch=evaluation_batch,
                         children=trained.children, csv_path=record_file, identity=identity,
                         weights=weights, level_set=level_set, search_batch=search_batch,
-                        progress=progress, restart_rounds=restart_rounds,
-                        at_once=functools.partial(searches_in_step, workers if executor == "local" else 1))  # fmt: skip
+                        search_stream=search_stream, progress=progress, restart_rounds=restart_rounds, refill=refill,
+                        at_once=functools.partial(searches_in_step, workers if executor == "local" else 1)
+                        if at_once is None else lambda budget: at_once)  # fmt: skip
 
 
 
@@ -511,6 +524,24 @@ def _test_round(
     assert trained.method is not None
     return pool.search(trained.method, levels, budget=budget, epsilon=trained.epsilon, record_graph=False,
                        batch_size=evaluation_batch, test=True, interim_budgets=interim_budgets)  # fmt: skip
+
+
+def _test_stream(
+    pool: SearchPool,
+    trained: RunSearch,
+    evaluation_batch: int,
+    levels: Sequence[Any],
+    budget: int,
+    interim_budgets: tuple[int, ...],
+    concurrency: int,
+    on_result: Callable[[int, SearchResult], None],
+) -> None:
+    """Searches of the test procedure on `pool`'s processes, `concurrency` at a time in all, each
+    result told as it arrives (`SearchPool.search_stream`), with the trained method's test evaluator."""
+    assert trained.method is not None
+    options = StreamOptions(budget=budget, epsilon=trained.epsilon, batch_size=evaluation_batch,
+                            interim_budgets=interim_budgets, test=True, concurrency=concurrency)  # fmt: skip
+    pool.search_stream(trained.method, levels, options, on_result)
 
 
 def subgoals(run: Path | Run, problems: Path, *, index: int = 0, checkpoint: str = "best") -> SubgoalView:

@@ -436,10 +436,12 @@ def run_test(
     weights: str = "",
     level_set: str = "",
     search_batch: SearchBatch | None = None,
+    search_stream: SearchStream | None = None,
     children: ChildGenerator[Any] | None = None,
     progress: TestProgress | None = None,
     at_once: Callable[[int], int] = concurrent_searches,
     restart_rounds: bool = False,
+    refill: bool = True,
 ) -> TestSummary:
     """Round r searches every still-unsolved problem with budget `budget` * 2^(r-1), in lockstep,
     `at_once(budget)` of them at a time (default: as many as their trees fit in half this
@@ -471,9 +473,15 @@ def run_test(
     level; any other is searched again.
 
     `search_batch(levels, budget, interim_budgets)`: where the searches run (e.g. Ray actors
-    holding the same model; journalled a group at a time); None searches in this process, in
-    lockstep with `evaluator`, expanding through `children` when given (HIPS-ε's hybrid
-    children), and tells `progress` (the stage, its searches finished and in all) as they finish.
+    holding the same model; journalled a group at a time, each group of `at_once` levels waiting
+    for its longest search); `search_stream`: search processes that keep `at_once` searches
+    running and send each result as it finishes (`SearchStream`; taken over `search_batch`);
+    neither: in this process, in lockstep with `evaluator`, `at_once` at a time, the next level's
+    search starting as one finishes, expanding through `children` when given (HIPS-ε's hybrid
+    children). Results are journalled as they come, and `progress` (the stage, its searches
+    finished and in all) is told as they finish, except with `search_batch`. `refill=False`
+    searches in groups of `at_once` levels, each group waiting for its longest search, wherever
+    they run (as tests did before the searches were refilled; `benchmarks/test_workers.py`).
     """
     journal = None
     if csv_path is not None and identity is not None:
@@ -482,9 +490,10 @@ def run_test(
     keep = functools.partial(_journalled_attempt_holds, domain, levels, budget, rounds, tested)
     done = {} if journal is None else journal.resume(keep)
     search = functools.partial(_search_group, domain, algorithm, evaluator, epsilon, evaluation_batch, search_batch,
-                               children, progress)  # fmt: skip
-    search_rounds = functools.partial(_search_in_groups, search, levels, at_once,
-                                      functools.partial(_record_rounds, done, journal, tested))  # fmt: skip
+                               search_stream, children, progress)  # fmt: skip
+    record = functools.partial(_record_rounds, done, journal, tested)
+    refill = refill and (search_stream is not None or search_batch is None)
+    search_rounds = functools.partial(_search_in_groups, search, levels, at_once, record, refill=refill)
     budgets = [budget * 2**r for r in range(rounds)]
     if not restart_rounds:
         todo = [p for p in range(len(levels)) if not _concluded(done, p, rounds)]
@@ -518,6 +527,18 @@ class SearchBatch(Protocol):
     def __call__(self, levels: Sequence[Any], budget: int, interim_budgets: tuple[int, ...]) -> list[SearchResult]: ...
 
 
+class SearchStream(Protocol):
+    """Searches `levels` elsewhere with `budget` (each search also recording the results of
+    `interim_budgets`), `concurrency` searches at a time over all its search processes, the next
+    level's search starting as one finishes; tells `on_result(index, result)` each result as it
+    arrives."""
+
+    def __call__(
+        self, levels: Sequence[Any], budget: int, interim_budgets: tuple[int, ...], concurrency: int,
+        on_result: Callable[[int, SearchResult], None],
+    ) -> None: ...  # fmt: skip
+
+
 def _concluded(done: Mapping[tuple[int, int], Sequence[str]], problem: int, rounds: int) -> bool:
     """Whether the journalled attempts hold every round `problem` takes: up to its solve, or all `rounds`."""
     for round_number in range(1, rounds + 1):
@@ -548,15 +569,19 @@ def _search_in_groups(
     *,
     already: int,
     total: int,
+    refill: bool,
 ) -> None:
     """Search `problems` for rounds `first_round`, ... with `budgets` (one search each, with the last
-    budget, the earlier ones interim), `at_once(budgets[-1])` at a time, `record`ing each result."""
+    budget, the earlier ones interim), `at_once(budgets[-1])` at a time, `record`ing each result:
+    with `refill`, the next problem's search starts as soon as one finishes; without, in groups
+    of that many, each group waiting for its longest search."""
     size = at_once(budgets[-1])
-    for start in range(0, len(problems), size):
-        group = problems[start : start + size]
+    step = max(1, len(problems)) if refill else size
+    for start in range(0, len(problems), step):
+        group = problems[start : start + step]
         search([levels[i] for i in group], budgets[-1], tuple(budgets[:-1]),
                functools.partial(record, group, budgets, first_round=first_round), stage,
-               already=already + start, total=total)  # fmt: skip
+               already=already + start, total=total, concurrency=size)  # fmt: skip
 
 
 def _record_rounds(
@@ -592,6 +617,7 @@ def _search_group(
     epsilon: float,
     evaluation_batch: int,
     search_batch: SearchBatch | None,
+    search_stream: SearchStream | None,
     children: ChildGenerator[Any] | None,
     progress: TestProgress | None,
     batch: Sequence[Any],
@@ -602,10 +628,11 @@ def _search_group(
     *,
     already: int,
     total: int,
+    concurrency: int,
 ) -> None:
-    """Search `batch` with `budget` (and `interim_budgets`), telling `on_result` each result
-    (`already` of the stage's `total` searches were done)."""
-    if search_batch is not None:
+    """Search `batch` with `budget` (and `interim_budgets`), at most `concurrency` at a time,
+    telling `on_result` each result (`already` of the stage's `total` searches were done)."""
+    if search_stream is None and search_batch is not None:
         for index, result in enumerate(search_batch(batch, budget, interim_budgets)):
             on_result(index, result)
         return
@@ -613,9 +640,28 @@ def _search_group(
     if progress is not None:
         on_finished = functools.partial(_told, progress, stage, already, total)
         on_finished(0)
+    if search_stream is not None:
+        search_stream(batch, budget, interim_budgets, concurrency, _counting(on_result, on_finished))
+        return
     search_lockstep(domain, batch, algorithm, evaluator, budget=budget, epsilon=epsilon, batch_size=evaluation_batch,
                     children=children, on_finished=on_finished, on_result=on_result,
-                    interim_budgets=interim_budgets)  # fmt: skip
+                    interim_budgets=interim_budgets, concurrency=concurrency)  # fmt: skip
+
+
+def _counting(
+    on_result: Callable[[int, SearchResult], None], on_finished: Callable[[int], None] | None
+) -> Callable[[int, SearchResult], None]:
+    """`on_result`, also telling `on_finished` how many results it has had."""
+    count = 0
+
+    def told(index: int, result: SearchResult) -> None:
+        nonlocal count
+        on_result(index, result)
+        count += 1
+        if on_finished is not None:
+            on_finished(count)
+
+    return told
 
 
 def _told(progress: TestProgress, stage: str, already: int, total: int, finished: int) -> None:

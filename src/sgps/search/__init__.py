@@ -18,7 +18,7 @@ from sgps.search.costs import (
     phs_cost,
     wastar_cost,
 )
-from sgps.search.drivers import run, run_lockstep, search, search_lockstep
+from sgps.search.drivers import run, run_lockstep, run_lockstep_stream, search, search_lockstep
 from sgps.search.engine import BestFirstSearch, SearchResult
 from sgps.search.evaluators import DomainHeuristic, Evaluator, UniformPolicy
 from sgps.search.graph import SearchGraph
@@ -43,6 +43,7 @@ __all__ = [
     "phs_cost",
     "run",
     "run_lockstep",
+    "run_lockstep_stream",
     "search",
     "search_lockstep",
     "wastar_cost",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,14 +58,50 @@ def run_lockstep(
     have finished whenever that number grows (a progress display); `on_result(index,
     result)` gets each search's result as soon as it finishes (e.g. to journal it).
     """
-    active = [s for s in searches if not s.done]
-    if on_result is not None:
-        index_of = {id(s): i for i, s in enumerate(searches)}
-        for s in searches:
-            if s.done:
-                on_result(index_of[id(s)], s.result)
+    run_lockstep_stream(enumerate(searches), evaluator, concurrency=max(1, len(searches)),
+                        on_finished=on_finished, on_result=on_result)  # fmt: skip
+    return [s.result for s in searches]
+
+
+def run_lockstep_stream(
+    pending: Iterable[tuple[int, BestFirstSearch[Any]]],
+    evaluator: Evaluator,
+    *,
+    concurrency: int,
+    on_finished: Callable[[int], None] | None = None,
+    on_result: Callable[[int, SearchResult], None] | None = None,
+) -> int:
+    """Run the (index, search) pairs of `pending` in lockstep, at most `concurrency` at a time: a
+    search is taken from `pending` (and may be built only then) as soon as one finishes, so the
+    evaluator's batches stay full until `pending` runs dry. Returns how many searches ran.
+
+    Each search's order is its own (exact, or buffered with its evaluation batch), so the
+    results do not depend on `concurrency` nor on the order of `pending`; only the batches the
+    evaluator sees do. `on_finished`, `on_result`: as in `run_lockstep` (`index` from `pending`).
+    """
+    if concurrency < 1:
+        raise ValueError(f"at least one search must run at a time, got {concurrency}")
+    source = iter(pending)
+    active: list[tuple[int, BestFirstSearch[Any]]] = []
+    finished = 0
+
+    def take() -> None:
+        nonlocal finished
+        while len(active) < concurrency:
+            item = next(source, None)
+            if item is None:
+                return
+            index, search = item
+            if search.done:  # finished before it came here (e.g. its root is a goal)
+                finished += 1
+                if on_result is not None:
+                    on_result(index, search.result)
+                continue
+            active.append(item)
+
+    take()
     while active:
-        requests = [(s, s.advance()) for s in active]
+        requests = [(s, s.advance()) for _, s in active]
         requests = [(s, states) for s, states in requests if states]
         if requests:
             batch = [state for _, states in requests for state in states]
@@ -75,15 +111,17 @@ def run_lockstep(
                 end = start + len(states)
                 s.receive(_rows(log_policy, start, end), _rows(heuristic, start, end))
                 start = end
-        running = len(active)
-        if on_result is not None:
-            for s in active:
-                if s.done:
-                    on_result(index_of[id(s)], s.result)
-        active = [s for s in active if not s.done]
-        if on_finished is not None and len(active) < running:
-            on_finished(len(searches) - len(active))
-    return [s.result for s in searches]
+        done = [(index, s) for index, s in active if s.done]
+        if done:
+            active = [(index, s) for index, s in active if not s.done]
+            finished += len(done)
+            if on_result is not None:
+                for index, s in done:
+                    on_result(index, s.result)
+            take()  # before telling the count, which then holds searches done as they were taken
+            if on_finished is not None:
+                on_finished(finished)
+    return finished
 
 
 def search_lockstep(
@@ -100,6 +138,7 @@ def search_lockstep(
     on_finished: Callable[[int], None] | None = None,
     on_result: Callable[[int, SearchResult], None] | None = None,
     interim_budgets: tuple[int, ...] = (),
+    concurrency: int | None = None,
 ) -> list[SearchResult]:
     """Search every root in lockstep (one evaluator batch per round).
 
@@ -108,11 +147,23 @@ def search_lockstep(
     `children`: expand through this generator (`sgps.search.children`) instead of one child per action.
     `on_finished`, `on_result`: as in `run_lockstep`. `interim_budgets`: each search also records
     the results of these smaller budgets on its way (`BestFirstSearch`, `SearchResult.within`).
+    `concurrency`: at most this many searches at a time (their trees in memory at once), the
+    next root's search starting as one finishes (`run_lockstep_stream`); None: all at once.
+    The results are the same either way.
     """
     options = {"budget": budget, "epsilon": epsilon, "batch_size": batch_size, "record_graph": record_graph,
                "children": children, "interim_budgets": interim_budgets}  # fmt: skip
-    searches = [BestFirstSearch(domain, root, algorithm, **options) for root in roots]
-    return run_lockstep(searches, evaluator, on_finished, on_result)
+    results: list[SearchResult | None] = [None] * len(roots)
+
+    def keep(index: int, result: SearchResult) -> None:
+        results[index] = result
+        if on_result is not None:
+            on_result(index, result)
+
+    pending = ((i, BestFirstSearch(domain, root, algorithm, **options)) for i, root in enumerate(roots))
+    at_once = max(1, len(roots)) if concurrency is None else concurrency
+    run_lockstep_stream(pending, evaluator, concurrency=at_once, on_finished=on_finished, on_result=keep)
+    return results  # type: ignore[return-value]
 
 
 def _rows(values: np.ndarray | None, start: int, end: int) -> np.ndarray | None:
