@@ -11,8 +11,9 @@ Schedulings (`--scheduling`): ``refill`` (sgps test's), where each search proces
 share of `--at-once` searches running and takes the next level as soon as one ends; ``groups``
 (sgps test before it), where the levels go in groups of `--at-once`, each waiting for its
 longest search while the other processes idle. `--at-once` (default: as many as fit in half
-this machine's memory, `sgps.runs.memory.searches_in_step`, often every level at small budgets,
-where the two are the same) stands for the memory limit of a test at the paper's 512,000.
+this machine's memory, `sgps.runs.memory.concurrent_searches`, rounded down to a multiple of the
+processes for groups; often every level at small budgets, where the two are the same) stands
+for the memory limit of a test at the paper's 512,000.
 
 Printed per test: wall seconds of the whole test (pool start included), the nodes its
 searches expanded (a continued problem's last attempt holds its earlier rounds'; the

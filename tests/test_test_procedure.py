@@ -168,6 +168,32 @@ def test_searches_at_once_are_what_half_the_memory_holds():
     assert [searches_in_step(workers, 512_000, 24 * gib) for workers in (1, 2, 4, 9, 16)] == [9, 8, 8, 9, 9]
 
 
+def test_only_searches_in_groups_over_processes_round_the_count_to_a_multiple_of_them(tmp_path, monkeypatch):
+    """9 searches fit at 512,000 on 24 GiB: refilled, they run 9 at a time (5 + 4 over 2 processes);
+    groups dealt to 2 or 4 processes run 8, so that no process idles while another finishes an extra one."""
+    import sgps.runs.memory
+    import sgps.runs.runner
+    from sgps.cli import main
+    from sgps.domains import write_levels
+
+    tsp = get_domain("tsp")
+    problems = tmp_path / "problems.txt"
+    write_levels(problems, tsp, [tsp.generate(seed, size=6, cities=2) for seed in range(4)])
+    run_dir = tmp_path / "run"
+    assert main(["train", "--problems", str(problems), "--out", str(run_dir), "--preset", "tiny", "--quiet",
+                 "--device", "cpu", "--max-batches", "1"]) == 0  # fmt: skip
+    monkeypatch.setattr(sgps.runs.memory, "machine_memory", lambda: 24 << 30)
+    seen = []
+
+    def capture(*args, at_once, search_stream, **options):
+        seen.append((at_once(512_000), search_stream is not None))
+
+    monkeypatch.setattr(sgps.runs.runner, "run_test", capture)
+    for workers, refill in ((1, True), (2, True), (2, False), (4, False)):
+        sgps.runs.runner.test(run_dir, problems, checkpoint="last", workers=workers, refill=refill, record=False)
+    assert seen == [(9, False), (9, True), (8, False), (8, False)]
+
+
 def test_a_journal_of_another_model_or_budget_is_not_resumed(tmp_path, setting):
     tsp, levels, identity = setting
     cut = tmp_path / "cut.csv"

@@ -30,7 +30,7 @@ from sgps.fileio import atomic_write_text, open_regular
 from sgps.models.checkpoint import weights_digest
 from sgps.models.subgoal import SubgoalModel
 from sgps.outputs import FOLDER, RUN, Output, check_outputs
-from sgps.runs.memory import check_training_memory, searches_in_step
+from sgps.runs.memory import check_training_memory, concurrent_searches, searches_in_step
 from sgps.runs.run import Run
 from sgps.runs.rundir import RUN_FILES, RunDirectory, to_toml
 from sgps.runs.testing import (
@@ -430,7 +430,8 @@ def test(
     whatever order the run trained in (its `search.evaluation_batch`). `refill=False`: the searches
     go in groups, each waiting for its longest (`run_test`; to measure what refilling saves).
     `at_once`: searches at a time over all search processes (default: as many as fit in half
-    this machine's memory at the round's budget, `searches_in_step`).
+    this machine's memory at the round's budget, `concurrent_searches`; where searches go in
+    groups dealt to several processes, rounded down to a multiple of them, `searches_in_step`).
     """
     check_test_request(budget, rounds, workers, executor, evaluation_batch)
     if at_once is not None and at_once < 1:
@@ -475,14 +476,22 @@ def test(
             search_batch = functools.partial(_test_round, pool, trained, evaluation_batch)
             if refill and isinstance(pool, SearchPool):
                 search_stream = functools.partial(_test_stream, pool, trained, evaluation_batch)
+        searches_at_once: Callable[[int], int] = concurrent_searches  # refilled, or groups in one place
+        if at_once is not None:
+            searches_at_once = functools.partial(_fixed, at_once)
+        elif search_batch is not None and search_stream is None and executor == "local":
+            searches_at_once = functools.partial(searches_in_step, workers)  # groups dealt to the processes
         return run_test(levels.domain, states, trained.algorithm, trained.evaluator, budget=budget, rounds=rounds,
                         epsilon=trained.epsilon, evaluation_batch=evaluation_batch,
                         children=trained.children, csv_path=record_file, identity=identity,
                         weights=weights, level_set=level_set, search_batch=search_batch,
                         search_stream=search_stream, progress=progress, restart_rounds=restart_rounds, refill=refill,
-                        at_once=functools.partial(searches_in_step, workers if executor == "local" else 1)
-                        if at_once is None else lambda budget: at_once)  # fmt: skip
+                        at_once=searches_at_once)  # fmt: skip
 
+
+def _fixed(count: int, budget: int) -> int:
+    """`count` searches at a time whatever the round's `budget` (`test`'s `at_once`)."""
+    return count
 
 
 def _check_record(record: Path, problems: Path, level_set: str, domain: Any, states: Sequence[Any]) -> None:
