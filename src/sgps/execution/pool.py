@@ -61,8 +61,8 @@ from sgps.execution.shared import (
 )
 from sgps.processes import end_with_parent, leave_quietly, parent_sentinel
 from sgps.search.costs import Algorithm
-from sgps.search.drivers import run_lockstep_stream, search_lockstep
-from sgps.search.engine import BestFirstSearch, SearchResult
+from sgps.search.drivers import search_lockstep, search_lockstep_stream
+from sgps.search.engine import SearchResult
 from sgps.training.bootstrap import Method, ResultDrawer
 from sgps.training.config import TrainConfig
 from sgps.training.setup import build_method, freeze_setup
@@ -173,21 +173,21 @@ class SearchWorker:
         to `results` as (call, index, result) when its search finishes. Returns how many it searched."""
         self.method.load_model_weights(weights)
         evaluator = self.method.test_evaluator() if options.test else self.method.evaluator()
-        algorithm = self.method.algorithm
 
-        def pending() -> Iterator[tuple[int, BestFirstSearch[Any]]]:
+        def taken() -> Iterator[tuple[int, Any]]:
             while True:
                 tag, index = tasks.get()
                 if tag != call:  # left by an earlier call that stopped before its end
                     continue
                 if index is None:
                     return
-                yield index, BestFirstSearch(self.domain, levels[index], algorithm, budget=options.budget,
-                                             epsilon=options.epsilon, batch_size=options.batch_size,
-                                             interim_budgets=options.interim_budgets)  # fmt: skip
+                yield index, levels[index]
 
-        return run_lockstep_stream(pending(), evaluator, concurrency=options.concurrency,
-                                   on_result=lambda index, result: results.put((call, index, result)))  # fmt: skip
+        return search_lockstep_stream(self.domain, taken(), self.method.algorithm, evaluator,
+                                      concurrency=options.concurrency,
+                                      on_result=lambda index, result: results.put((call, index, result)),
+                                      budget=options.budget, epsilon=options.epsilon, batch_size=options.batch_size,
+                                      interim_budgets=options.interim_budgets)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)

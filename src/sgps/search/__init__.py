@@ -18,7 +18,7 @@ from sgps.search.costs import (
     phs_cost,
     wastar_cost,
 )
-from sgps.search.drivers import run, run_lockstep, run_lockstep_stream, search, search_lockstep
+from sgps.search.drivers import run, run_lockstep, run_lockstep_stream, search, search_lockstep, search_lockstep_stream
 from sgps.search.engine import BestFirstSearch, SearchResult
 from sgps.search.evaluators import DomainHeuristic, Evaluator, UniformPolicy
 from sgps.search.graph import SearchGraph
@@ -46,5 +46,6 @@ __all__ = [
     "run_lockstep_stream",
     "search",
     "search_lockstep",
+    "search_lockstep_stream",
     "wastar_cost",
 ]

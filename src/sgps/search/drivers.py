@@ -151,8 +151,6 @@ def search_lockstep(
     next root's search starting as one finishes (`run_lockstep_stream`); None: all at once.
     The results are the same either way.
     """
-    options = {"budget": budget, "epsilon": epsilon, "batch_size": batch_size, "record_graph": record_graph,
-               "children": children, "interim_budgets": interim_budgets}  # fmt: skip
     results: list[SearchResult | None] = [None] * len(roots)
 
     def keep(index: int, result: SearchResult) -> None:
@@ -160,10 +158,32 @@ def search_lockstep(
         if on_result is not None:
             on_result(index, result)
 
-    pending = ((i, BestFirstSearch(domain, root, algorithm, **options)) for i, root in enumerate(roots))
-    at_once = max(1, len(roots)) if concurrency is None else concurrency
-    run_lockstep_stream(pending, evaluator, concurrency=at_once, on_finished=on_finished, on_result=keep)
+    search_lockstep_stream(domain, enumerate(roots), algorithm, evaluator,
+                           concurrency=max(1, len(roots)) if concurrency is None else concurrency,
+                           on_finished=on_finished, on_result=keep, budget=budget, epsilon=epsilon,
+                           batch_size=batch_size, record_graph=record_graph, children=children,
+                           interim_budgets=interim_budgets)  # fmt: skip
     return results  # type: ignore[return-value]
+
+
+def search_lockstep_stream(
+    domain: Domain[Any],
+    roots: Iterable[tuple[int, Any]],
+    algorithm: Algorithm,
+    evaluator: Evaluator,
+    *,
+    concurrency: int,
+    on_finished: Callable[[int], None] | None = None,
+    on_result: Callable[[int, SearchResult], None] | None = None,
+    **options: Any,
+) -> int:
+    """Search the (index, root) pairs of `roots` in lockstep, `concurrency` at a time, each root's
+    search built only when it starts (`run_lockstep_stream`; `roots` may be a queue that hands
+    out work as it comes); `options`: `BestFirstSearch`'s keywords (budget, epsilon, batch_size,
+    record_graph, children, interim_budgets), as `search_lockstep` takes them. Returns how many ran."""
+    pending = ((index, BestFirstSearch(domain, root, algorithm, **options)) for index, root in roots)
+    return run_lockstep_stream(pending, evaluator, concurrency=concurrency, on_finished=on_finished,
+                               on_result=on_result)  # fmt: skip
 
 
 def _rows(values: np.ndarray | None, start: int, end: int) -> np.ndarray | None:
