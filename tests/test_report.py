@@ -104,6 +104,26 @@ def test_the_report_numbers_equal_those_recomputed_from_the_csvs(smoke):
     assert "**Not decided.** ‡: A guard ended the training of phs-s0 (iteration limit)" in report
 
 
+def test_the_equal_expansions_table_reads_every_run_at_the_fewest_expansions_any_made(smoke):
+    report = (smoke / "report.md").read_text()
+    runs = {(algorithm, seed): read_rows(smoke / "runs" / f"{algorithm}-s{seed}" / "metrics" / "outstanding.csv")
+            for algorithm in ("phs", "phs-sg") for seed in SEEDS}  # fmt: skip
+    common = min(int(rows[-1]["cumulative_expansions"]) for rows in runs.values())
+    assert f"once every run had made {common:,} expansions" in report
+    assert any(int(rows[-1]["cumulative_expansions"]) > common for rows in runs.values())  # read before its end
+    at_equal = table(report, "## At equal expansions")
+    for algorithm in ("phs", "phs-sg"):
+        within = [[row for row in runs[algorithm, seed] if int(row["cumulative_expansions"]) <= common][-1]
+                  for seed in SEEDS]  # fmt: skip
+        row = at_equal[LABELS[algorithm]]
+        assert row[0] == str(len(SEEDS))
+        assert_spread(row[1], [int(last["cumulative_expansions"]) for last in within], 0.5)
+        starts = [int(runs[algorithm, seed][0]["outstanding"]) for seed in SEEDS]
+        assert_spread(row[2], [start - int(last["outstanding"]) for start, last in zip(starts, within, strict=True)],
+                      0.006)  # fmt: skip
+        assert_spread(row[3], starts, 0)
+
+
 def test_the_curves_are_each_seeds_steps_on_a_common_grid(smoke):
     plotted = read_rows(smoke / "curves.csv")
     assert (smoke / "curves.png").read_bytes().startswith(b"\x89PNG")
@@ -245,6 +265,7 @@ def test_a_comparison_still_training_gets_a_clean_report_with_its_runs_marked(tm
     assert main(["report", str(out)]) == 0
     report = (out / "report.md").read_text()
     assert "0 of 1 runs finished training" in report and "phs-sg-s0 (in progress)" in report
+    assert "## At equal expansions" not in report  # one algorithm: nothing to compare it with
     progress = table(report, "## In progress")["phs-sg-s0"]
     expansions = int(complete[-1]["cumulative_expansions"])
     assert progress[:4] == [r"PHS\*(π^SG)", "0", "1", "250"]

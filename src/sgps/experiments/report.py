@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from sgps.errors import ConfigError
-from sgps.experiments.curves import curve_bands, write_curves_csv, write_curves_png
+from sgps.experiments.curves import curve_bands, step_at, write_curves_csv, write_curves_png
 from sgps.experiments.plan import ComparePlan, PaperNumbers, TestSet, read_plan
 from sgps.experiments.problems import changed_problem_files, count_levels, problem_files
 from sgps.experiments.results import (
@@ -182,6 +182,7 @@ def render_report(
     for index, test in enumerate(plan.tests):
         lines += _test_table(plan, test, finished, label, with_paper=index == 0)
     lines += _training_table(plan, finished, label)
+    lines += _equal_expansions_table(plan, results, label)
     if len({plan.algorithm_of(v) for v in plan.variants}) < len(plan.variants):
         lines += _ablation_tables(plan, finished, label)
     axis = " The hours axis counts search time only: some runs logged no wall clock." if search_time_only else ""
@@ -271,6 +272,35 @@ def _training_table(plan: ComparePlan, finished: Sequence[RunResult], label: Cal
             numbers = plan.paper.get(variant, PaperNumbers()).train
             row.append(" / ".join([_count(numbers[0]), _decimal(numbers[1]), _count(numbers[2])]) if numbers else "")
         lines.append(_table_row(row))
+    return lines
+
+
+def _equal_expansions_table(plan: ComparePlan, results: Sequence[RunResult], label: Callable[[str], str]) -> list[str]:
+    """Training problems each algorithm had solved when every run had made as many expansions as the
+    least advanced one (runs still training included): the comparison at equal expansions as far as
+    the runs go, which the totals above are not where the runs stopped at different expansions (one
+    solved all its problems, one was cut) or some are still training. A run's count is the one after
+    its last batch within those expansions. None unless two algorithms have searched a batch."""
+    searched = [(r, r.curve) for r in results if r.curve is not None and len(r.curve.expansions) > 1]
+    if len({r.spec.variant for r, _ in searched}) < 2:
+        return []
+    common = min(r.total_expansions for r, _ in searched)
+    at = np.array([common])
+    lines = ["", "## At equal expansions", "",
+             f"Training problems solved once every run had made {_count(common)} expansions (the fewest any run",
+             "has made; runs still training included, marked *in progress*), each run's count the one after its",
+             "last batch within them, made at the expansions shown.", ""]  # fmt: skip
+    lines += _table_head(["algorithm", "seeds", "expansions", "solved", "of"])
+    for variant in plan.variants:
+        runs = [(r, curve) for r, curve in searched if r.spec.variant == variant]
+        if not runs:
+            continue
+        reached = [int(step_at(curve.expansions, curve.expansions, at)[0]) for _, curve in runs]
+        solved = [r.train_count - int(step_at(curve.expansions, curve.outstanding, at)[0]) for r, curve in runs]
+        running = "" if all(r.finished for r, _ in runs) else " (in progress)"
+        counts = [r.train_count for r, _ in runs]
+        lines.append(_table_row([label(variant) + running, str(len(runs)), _spread(reached, _count),
+                                 _spread(solved, solved_count), _spread(counts, _count)]))  # fmt: skip
     return lines
 
 
