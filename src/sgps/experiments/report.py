@@ -139,7 +139,8 @@ def render_report(
         named = ", ".join(f"`{path}`" for path in changed_files)
         lines += [f"**Problem files changed** since the runs searched them: {named}. The results below are for "
                   "the levels as first written.", ""]  # fmt: skip
-    lines.append(f"{len(finished)} of {len(plan.runs)} runs finished training; only those are counted.")
+    lines.append(f"{len(finished)} of {len(plan.runs)} runs finished training; only those are counted in the test "
+                 "and training tables.")  # fmt: skip
     started = {r.spec.name for r in results}
     waiting = [f"{r.spec.name} (in progress)" for r in results if not r.finished]
     waiting += [f"{spec.name} (not started)" for spec in plan.runs if spec.name not in started]
@@ -276,20 +277,23 @@ def _training_table(plan: ComparePlan, finished: Sequence[RunResult], label: Cal
 
 
 def _equal_expansions_table(plan: ComparePlan, results: Sequence[RunResult], label: Callable[[str], str]) -> list[str]:
-    """Training problems each algorithm had solved when every run had made as many expansions as the
-    least advanced one (runs still training included): the comparison at equal expansions as far as
-    the runs go, which the totals above are not where the runs stopped at different expansions (one
-    solved all its problems, one was cut) or some are still training. A run's count is the one after
-    its last batch within those expansions. None unless two algorithms have searched a batch."""
+    """Training problems each algorithm had solved at equal expansions, runs still training included:
+    the comparison the totals above are not where the runs stopped at different expansions or are
+    still on their way. The runs are read at the fewest expansions any of them has made whose count
+    could still grow (a finished run that solved all its problems keeps that count beyond its end),
+    each at its last batch within them. Runs with no batch yet are left out. Empty unless two
+    variants have searched a batch."""
     searched = [(r, r.curve) for r in results if r.curve is not None and len(r.curve.expansions) > 1]
     if len({r.spec.variant for r, _ in searched}) < 2:
         return []
-    common = min(r.total_expansions for r, _ in searched)
+    growing = [r.total_expansions for r, _ in searched if not (r.finished and r.solved == r.train_count)]
+    common = min(growing or [r.total_expansions for r, _ in searched])
     at = np.array([common])
     lines = ["", "## At equal expansions", "",
-             f"Training problems solved once every run had made {_count(common)} expansions (the fewest any run",
-             "has made; runs still training included, marked *in progress*), each run's count the one after its",
-             "last batch within them, made at the expansions shown.", ""]  # fmt: skip
+             f"Training problems solved by {_count(common)} expansions, the fewest any run whose count could still",
+             "grow has made (runs still training included, marked (in progress); a finished run that solved all",
+             "its problems keeps that count), each run read after its last batch within them, at the expansions",
+             "shown.", ""]  # fmt: skip
     lines += _table_head(["algorithm", "seeds", "expansions", "solved", "of"])
     for variant in plan.variants:
         runs = [(r, curve) for r, curve in searched if r.spec.variant == variant]

@@ -431,7 +431,7 @@ def test(
     go in groups, each waiting for its longest (`run_test`; to measure what refilling saves).
     `at_once`: searches at a time over all search processes (default: as many as fit in half
     this machine's memory at the round's budget, `concurrent_searches`; where searches go in
-    groups dealt to several processes, rounded down to a multiple of them, `searches_in_step`).
+    groups dealt to several local processes, rounded down to a multiple of them, `searches_in_step`).
     """
     check_test_request(budget, rounds, workers, executor, evaluation_batch)
     if at_once is not None and at_once < 1:
