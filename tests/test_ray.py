@@ -129,6 +129,38 @@ def test_testing_on_ray_actors_writes_the_local_test_table(ray_instance, problem
 
 
 @needs_ray
+def test_an_actor_killed_mid_test_has_its_levels_searched_again_once_each(ray_instance, problems, local_run,
+                                                                         monkeypatch):  # fmt: skip
+    """A test's actors take levels from one queue (`RaySearchPool.search_stream`); the first of them
+    is killed as the first result comes back, with levels taken and unanswered: those are searched
+    again, and every level's result is told once per round, as in this process."""
+    streams: list[list[int]] = []
+
+    class KillingPool(RaySearchPool):
+        def search_stream(self, method, levels, options, on_result):
+            told: list[int] = []
+            streams.append(told)
+
+            def kill_at_the_first(index, result):
+                if len(streams) == 1 and not told:
+                    ray_instance.kill(self.actors[0])
+                told.append(index)
+                on_result(index, result)
+
+            super().search_stream(method, levels, options, kill_at_the_first)
+
+    monkeypatch.setattr(placement, "RaySearchPool", KillingPool)
+    monkeypatch.setattr(ray_pool, "REPLACEMENT_SECONDS", 900.0)  # as in the training test above
+    in_process = runner.test(local_run, problems[1], budget=300, rounds=3, record=False)
+    with pytest.warns(RuntimeWarning, match="searched again"):
+        on_ray = runner.test(local_run, problems[1], budget=300, rounds=3, record=False, executor="ray", at_once=2)
+    assert on_ray == in_process
+    assert len(streams[0]) == in_process.problems
+    for told in streams:
+        assert len(told) == len(set(told))
+
+
+@needs_ray
 def test_compare_on_ray_runs_whole_runs_as_tasks_with_the_local_results(ray_instance, tmp_path_factory, tmp_path):
     smoke = smoke_comparison(tmp_path_factory)
     document = smoke_document()

@@ -204,6 +204,13 @@ class StreamOptions:
     concurrency: int
 
 
+def stream_shares(workers: int, concurrency: int) -> list[int]:
+    """The searches at a time of each worker a stream uses: `concurrency` split as evenly as it
+    goes over at most `workers` of them (never more trees at once than `concurrency`)."""
+    used = min(workers, concurrency)
+    return [concurrency // used + (i < concurrency % used) for i in range(used)]
+
+
 def deal(levels: Sequence[Any], workers: int) -> list[list[Any]]:
     """`levels` dealt round-robin into at most `workers` non-empty shares (share i: levels i, i + n, ...)."""
     shares = [list(levels[i::workers]) for i in range(workers)]
@@ -373,11 +380,10 @@ class SearchPool:
             raise ValueError(f"at least one search must run at a time, got {options.concurrency}")
         self.calls += 1
         call = self.calls
-        tasks = min(self.workers, options.concurrency)  # never more trees at once than `concurrency`
-        shares = [options.concurrency // tasks + (i < options.concurrency % tasks) for i in range(tasks)]
+        shares = stream_shares(self.workers, options.concurrency)
         for index in range(len(levels)):
             self.tasks.put((call, index))
-        for _ in range(tasks):
+        for _ in shares:
             self.tasks.put((call, None))
         weights = method.model_weights()
         try:

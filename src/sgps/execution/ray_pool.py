@@ -17,7 +17,11 @@ can search one run's batches:
   share's results are kept only when its call returns, so every problem appears exactly
   once in the batch's results whatever failed; the searches are deterministic, so the
   re-run gives what the lost one would have. An actor that fails in its constructor
-  (a setup error, which would fail again) ends the run with that error.
+  (a setup error, which would fail again) ends the run with that error;
+- a test's rounds stream instead (`search_stream`): the levels wait in one Ray queue and
+  each actor takes the next as soon as one of its searches ends, so none idles while
+  levels remain; an actor that dies loses only the levels it had taken and not answered,
+  streamed again once the others have emptied the queue.
 
 Without an address `connect` starts a Ray instance on this machine; with one
 (`--ray-address auto`, or the head's `HOST:6379` printed by `ray start --head`) it joins
@@ -32,13 +36,21 @@ import dataclasses
 import importlib
 import socket
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
 from sgps.domains.base import Domain
 from sgps.errors import ConfigError
-from sgps.execution.pool import SearchWorker, deal, drawer_parts, gather
+from sgps.execution.pool import (
+    STREAM_POLL_SECONDS,
+    SearchWorker,
+    StreamOptions,
+    deal,
+    drawer_parts,
+    gather,
+    stream_shares,
+)
 from sgps.search.engine import SearchResult
 from sgps.training.bootstrap import Method, ResultDrawer
 from sgps.training.config import TrainConfig
@@ -125,6 +137,7 @@ class RaySearchPool:
         count = workers or cluster_cpus(self.ray)
         self.actors = [self._actor_class.remote(*self._actor_arguments) for _ in range(count)]
         self.replaced = 0  # actors replaced after a failure, over the pool's life
+        self.calls = 0  # streams started (`search_stream`), to tell one stream's results from another's
 
     def search(
         self,
@@ -170,6 +183,92 @@ class RaySearchPool:
                 warnings.warn(f"{lost} are searched again", RuntimeWarning, stacklevel=2)
                 submit(share, self._replace(actor))
         return gather([answer for answer in answers if answer is not None], len(levels))
+
+    def search_stream(
+        self,
+        method: Method,
+        levels: Sequence[Any],
+        options: StreamOptions,
+        on_result: Callable[[int, SearchResult], None],
+    ) -> None:
+        """Search `levels` with `method`'s weights, `options.concurrency` searches at a time over
+        the actors, each taking the next level from one queue as soon as one of its searches ends
+        (`SearchWorker.search_stream`, as `SearchPool.search_stream`); `on_result(index, result)`
+        is told each result as it arrives, once per level.
+
+        The queues are Ray's (`ray.util.queue`, actors of no CPU). An actor that dies loses the
+        levels it had taken and not answered: once the others have emptied the queue, those
+        levels (the ones still without a result) are streamed again, on its replacement and
+        the surviving actors, as `search` searches a lost share again."""
+        if options.concurrency < 1:
+            raise ValueError(f"at least one search must run at a time, got {options.concurrency}")
+        ray = self.ray
+        stored, shared_levels = ray.put(method.model_weights()), ray.put(list(levels))
+        remaining = set(range(len(levels)))
+        failures = 0
+        while remaining:
+            failures += self._stream_once(stored, shared_levels, sorted(remaining), options, remaining, on_result)
+            if failures > MAX_REPLACEMENTS_PER_BATCH:
+                raise RuntimeError(f"Ray actors failed {failures} times in one stream of searches")
+
+    def _stream_once(
+        self,
+        stored: Any,
+        shared_levels: Any,
+        indices: list[int],
+        options: StreamOptions,
+        remaining: set[int],
+        on_result: Callable[[int, SearchResult], None],
+    ) -> int:
+        """One stream of the levels `indices` over the actors; each result not told before is told
+        and leaves `remaining`. Returns how many actors died (each replaced)."""
+        from ray.util.queue import Empty, Queue
+
+        ray = self.ray
+        self.calls += 1
+        call = self.calls
+        tasks, results = Queue(actor_options={"num_cpus": 0}), Queue(actor_options={"num_cpus": 0})
+        try:
+            shares = stream_shares(len(self.actors), min(options.concurrency, len(indices)))
+            tasks.put_nowait_batch([(call, index) for index in indices] + [(call, None)] * len(shares))
+            pending = {}
+            for actor, share in zip(self.actors, shares, strict=False):
+                share_options = dataclasses.replace(options, concurrency=share)
+                pending[actor.search_stream.remote(stored, call, shared_levels, share_options, tasks, results)] = actor
+
+            def tell(wait: float | None) -> None:
+                answers = []
+                if wait is not None:
+                    try:
+                        answers.append(results.get(timeout=wait))
+                    except Empty:
+                        return
+                answers += results.get_nowait_batch(results.qsize())  # only this process takes from it
+                for tag, index, result in answers:
+                    if tag == call and index in remaining:
+                        remaining.discard(index)
+                        on_result(index, result)
+
+            died = 0
+            while pending:
+                tell(STREAM_POLL_SECONDS)
+                ended, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
+                for ref in ended:
+                    actor = pending.pop(ref)
+                    try:
+                        ray.get(ref)
+                    except ray.exceptions.RayActorError as error:
+                        if getattr(error, "actor_init_failed", False):
+                            raise RuntimeError(f"a Ray search actor could not start: {error}") from error
+                        died += 1
+                        warnings.warn(f"a search actor died ({type(error).__name__}); the levels it was "
+                                      "searching are searched again", RuntimeWarning, stacklevel=3)  # fmt: skip
+                        self._replace(actor)
+            tell(None)  # an actor's results are all queued before its call returns
+            return died
+        finally:
+            for channel in (tasks, results):
+                channel.shutdown(force=True)
 
     def _replace(self, dead: Any) -> Any:
         """A new actor in the place of `dead`; where none can start (its node is gone and no
