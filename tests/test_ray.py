@@ -131,18 +131,21 @@ def test_testing_on_ray_actors_writes_the_local_test_table(ray_instance, problem
 @needs_ray
 def test_an_actor_killed_mid_test_has_its_levels_searched_again_once_each(ray_instance, problems, local_run,
                                                                          monkeypatch):  # fmt: skip
-    """A test's actors take levels from one queue (`RaySearchPool.search_stream`); the first of them
-    is killed as the first result comes back, with levels taken and unanswered: those are searched
-    again, and every level's result is told once per round, as in this process."""
-    streams: list[list[int]] = []
+    """A test's actors take levels from one queue (`RaySearchPool.search_stream`), two searches at a
+    time each; the first actor is killed as the first result comes back, with at least one level
+    taken and unanswered: once the other has finished, those levels are streamed again, and every
+    level's result is told once, equal to the in-process test's."""
+    streams: list[list[int]] = []  # the levels of each stream over the actors
+    told: list[int] = []
 
     class KillingPool(RaySearchPool):
-        def search_stream(self, method, levels, options, on_result):
-            told: list[int] = []
-            streams.append(told)
+        def _stream_once(self, stored, shared_levels, indices, *args):
+            streams.append(list(indices))
+            return super()._stream_once(stored, shared_levels, indices, *args)
 
+        def search_stream(self, method, levels, options, on_result):
             def kill_at_the_first(index, result):
-                if len(streams) == 1 and not told:
+                if not told:
                     ray_instance.kill(self.actors[0])
                 told.append(index)
                 on_result(index, result)
@@ -151,13 +154,13 @@ def test_an_actor_killed_mid_test_has_its_levels_searched_again_once_each(ray_in
 
     monkeypatch.setattr(placement, "RaySearchPool", KillingPool)
     monkeypatch.setattr(ray_pool, "REPLACEMENT_SECONDS", 900.0)  # as in the training test above
-    in_process = runner.test(local_run, problems[1], budget=300, rounds=3, record=False)
+    in_process = runner.test(local_run, problems[1], budget=300, record=False)
     with pytest.warns(RuntimeWarning, match="searched again"):
-        on_ray = runner.test(local_run, problems[1], budget=300, rounds=3, record=False, executor="ray", at_once=2)
+        on_ray = runner.test(local_run, problems[1], budget=300, record=False, executor="ray", at_once=4)
     assert on_ray == in_process
-    assert len(streams[0]) == in_process.problems
-    for told in streams:
-        assert len(told) == len(set(told))
+    assert streams[0] == list(range(in_process.problems)) and len(streams) == 2
+    assert streams[1] and set(streams[1]) < set(streams[0])
+    assert sorted(told) == streams[0]
 
 
 @needs_ray

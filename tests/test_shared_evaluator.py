@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import torch
 
 from sgps.domains import get_domain
 from sgps.errors import SearchProcessLostError
-from sgps.execution.pool import SharedEvaluatorPool, request_rows
+from sgps.execution.pool import SharedEvaluatorPool, StreamOptions, request_rows
 from sgps.execution.shared import SearchProcessError, create_layouts, remove_layouts
 from sgps.search import search_lockstep
 from sgps.training.config import resolve_config
@@ -64,6 +65,37 @@ def test_two_search_processes_with_a_shared_evaluator_equal_in_process_lockstep(
         assert pool.server.statistics.requests > pool.server.statistics.calls  # requests of both processes batched
     _same(got, expected)
     _same(got_test, expected_test)
+
+
+def test_streamed_searches_around_a_shared_evaluator_equal_in_process_lockstep_and_each_comes_once():
+    """`search_stream`: each process asks for the next level as one of its searches ends; every
+    level's result comes once, equal to the in-process search's, whatever share of the searches
+    each process runs (1: one of them waits); a search that raises is reported after the others
+    end, and the pool goes on."""
+    domain = get_domain("boxworld")
+    levels = [domain.generate(seed) for seed in range(7)]
+    method = _method(domain, levels, "phs-sg")
+    expected = search_lockstep(domain, levels, method.algorithm, method.test_evaluator(), budget=150,
+                               interim_budgets=(40, 80))  # fmt: skip
+    options = StreamOptions(budget=150, epsilon=0.01, batch_size=1, interim_budgets=(40, 80), test=True,
+                            concurrency=3)  # fmt: skip
+    with SharedEvaluatorPool(2, domain, levels[0], method.algorithm, 3) as pool:
+        calls = []
+        for at_once in (3, 1):
+            calls.append([])
+            pool.search_stream(method, levels, dataclasses.replace(options, concurrency=at_once),
+                               lambda index, result: calls[-1].append((index, result)))  # fmt: skip
+        with pytest.raises(SearchProcessError, match="interim budgets"):
+            pool.search_stream(method, levels, dataclasses.replace(options, interim_budgets=(400,)),
+                               lambda index, result: None)  # fmt: skip
+        assert not pool.broken
+        assert len(pool.search(method, levels, budget=50, epsilon=0.01, record_graph=False)) == 7
+    for told in calls:
+        assert sorted(index for index, _ in told) == list(range(7))
+        _same([result for _, result in sorted(told, key=lambda pair: pair[0])], expected)
+        for index, result in told:
+            assert [result.within(b).expanded for b in (40, 80)] == [expected[index].within(b).expanded
+                                                                      for b in (40, 80)]  # fmt: skip
 
 
 def test_a_batch_learnt_from_pool_results_gives_the_in_process_weights():

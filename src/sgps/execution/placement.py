@@ -27,9 +27,13 @@ from typing import Any
 from sgps.errors import ConfigError
 from sgps.execution.pool import SearchPool, SharedEvaluatorPool, request_rows
 from sgps.execution.ray_pool import RaySearchPool, cluster_cpus, connect
-from sgps.training.bootstrap import BatchSearcher, Method
+from sgps.training.bootstrap import Method
 from sgps.training.config import TrainConfig
 from sgps.training.setup import evaluator_place, pick_device
+
+#: The pools `search_pool` picks among: each searches a batch (`BatchSearcher`) and streams a test's
+#: levels (`search_stream`, the next level's search starting as soon as one ends).
+Pool = SearchPool | SharedEvaluatorPool | RaySearchPool
 
 
 @contextlib.contextmanager
@@ -42,7 +46,7 @@ def search_pool(
     config: TrainConfig,
     *,
     ray_address: str | None = None,
-) -> Iterator[BatchSearcher | None]:
+) -> Iterator[Pool | None]:
     """The pool the run's searches go to (None: this process), open for the block and closed after it.
 
     `workers`: search processes of a local pool (1: none), or Ray actors (0: one per CPU of

@@ -49,6 +49,8 @@ from sgps.domains.base import Domain
 from sgps.errors import SearchProcessLostError
 from sgps.execution.shared import (
     FAILED,
+    FOUND,
+    NEXT,
     READY,
     RESULTS,
     ChannelLayout,
@@ -452,7 +454,7 @@ class SearchPool:
 
 def _search_process(domain: Domain[Any], algorithm: Algorithm, connection: Connection, layout: ChannelLayout) -> None:
     """A `SharedEvaluatorPool` worker: map its channel (and remove its file: the training process
-    mapped it before starting the worker), say so, then search each share it is sent.
+    mapped it before starting the worker), say so, then search each share or stream it is sent.
 
     The channel's file is removed before the parent watch starts, so that it is gone even when
     the training process was killed while this worker started. The pipe fails only when the
@@ -471,15 +473,39 @@ def _search_process(domain: Domain[Any], algorithm: Algorithm, connection: Conne
 
 
 def _search_task(domain: Domain[Any], algorithm: Algorithm, evaluator: RemoteEvaluator, task: Any) -> tuple[str, Any]:
-    """The message that answers one share: its results, or the traceback of the search that raised."""
+    """The message that ends one task: a share's results (a stream's: how many it searched), or
+    the traceback of the search that raised."""
     levels, options, drawer = task
     try:
+        if isinstance(options, StreamOptions):
+            return RESULTS, _stream_share(domain, algorithm, evaluator, levels, options)
         results = search_lockstep(domain, levels, algorithm, evaluator, **options)
         return RESULTS, results if drawer is None else drawer(results)
-    except ServerLostError:
+    except (ServerLostError, EOFError, OSError):  # the pipe to the server: this process is to end
         raise
     except Exception:
         return FAILED, traceback.format_exc()
+
+
+def _stream_share(
+    domain: Domain[Any], algorithm: Algorithm, evaluator: RemoteEvaluator, levels: Sequence[Any], options: StreamOptions
+) -> int:
+    """A worker's part of `SharedEvaluatorPool.search_stream`: ask the server for a level whenever
+    a search slot is free (`NEXT`), send each result as its search ends (`FOUND`)."""
+    connection = evaluator.connection
+
+    def taken() -> Iterator[tuple[int, Any]]:
+        while True:
+            connection.send((NEXT, None))
+            index = connection.recv()
+            if index is None:
+                return
+            yield index, levels[index]
+
+    return search_lockstep_stream(domain, taken(), algorithm, evaluator, concurrency=options.concurrency,
+                                  on_result=lambda index, result: connection.send((FOUND, (index, result))),
+                                  budget=options.budget, epsilon=options.epsilon, batch_size=options.batch_size,
+                                  interim_budgets=options.interim_budgets)  # fmt: skip
 
 
 class SharedEvaluatorPool:
@@ -562,11 +588,8 @@ class SharedEvaluatorPool:
         evaluator = method.test_evaluator() if test else method.evaluator()
         parts = drawer_parts(drawer, len(shares), self.workers)
         try:
-            for index, (connection, share, part) in enumerate(zip(self.connections, shares, parts, strict=False)):
-                try:
-                    connection.send((share, options, part))
-                except OSError:  # a broken pipe: the process is gone
-                    raise SearchProcessLostError(index) from None
+            for index, (share, part) in enumerate(zip(shares, parts, strict=False)):
+                self._send_task(index, (share, options, part))
             answers = self.server.serve(evaluator.evaluate_observations, self.connections, range(len(shares)))
         except SearchProcessError:
             raise
@@ -575,6 +598,44 @@ class SharedEvaluatorPool:
             self._stop()
             raise
         return gather([answers[index] for index in range(len(shares))], len(levels))
+
+    def search_stream(
+        self,
+        method: Method,
+        levels: Sequence[Any],
+        options: StreamOptions,
+        on_result: Callable[[int, SearchResult], None],
+    ) -> None:
+        """Search `levels` with `method`'s evaluator (its test evaluator with `options.test`),
+        `options.concurrency` searches at a time over the workers, each asking this process for
+        the next level as soon as one of its searches ends; `on_result(index, result)` is told
+        each result as it arrives (the order the searches finish). As `SearchPool.search_stream`,
+        with the levels handed out here rather than from a queue."""
+        if self.broken:
+            raise RuntimeError("this search pool stopped after an earlier failure; start a new one")
+        if options.concurrency < 1:
+            raise ValueError(f"at least one search must run at a time, got {options.concurrency}")
+        evaluator = method.test_evaluator() if options.test else method.evaluator()
+        shares = stream_shares(self.workers, options.concurrency)
+        order = iter(range(len(levels)))
+        try:
+            for index, share in enumerate(shares):
+                self._send_task(index, (list(levels), dataclasses.replace(options, concurrency=share), None))
+            self.server.serve(evaluator.evaluate_observations, self.connections, range(len(shares)),
+                              next_level=lambda: next(order, None), on_found=on_result)  # fmt: skip
+        except SearchProcessError:
+            raise
+        except BaseException:
+            self.broken = True
+            self._stop()
+            raise
+
+    def _send_task(self, index: int, task: tuple[Sequence[Any], Any, Any]) -> None:
+        """Send worker `index` a task: (levels, search options or `StreamOptions`, drawer or None)."""
+        try:
+            self.connections[index].send(task)
+        except OSError:  # a broken pipe: the process is gone
+            raise SearchProcessLostError(index) from None
 
     def _stop(self) -> None:
         """Stop every worker now (they may be waiting for answers that will not come)."""

@@ -21,7 +21,8 @@ can search one run's batches:
 - a test's rounds stream instead (`search_stream`): the levels wait in one Ray queue and
   each actor takes the next as soon as one of its searches ends, so none idles while
   levels remain; an actor that dies loses only the levels it had taken and not answered,
-  streamed again once the others have emptied the queue.
+  streamed again once the other actors have finished (on its replacement, where one
+  can start, and the survivors).
 
 Without an address `connect` starts a Ray instance on this machine; with one
 (`--ray-address auto`, or the head's `HOST:6379` printed by `ray start --head`) it joins
@@ -138,6 +139,7 @@ class RaySearchPool:
         self.actors = [self._actor_class.remote(*self._actor_arguments) for _ in range(count)]
         self.replaced = 0  # actors replaced after a failure, over the pool's life
         self.calls = 0  # streams started (`search_stream`), to tell one stream's results from another's
+        self.broken = False  # a stream stopped by an error: its actors may still be searching
 
     def search(
         self,
@@ -153,6 +155,8 @@ class RaySearchPool:
         interim_budgets: tuple[int, ...] = (),
     ) -> list[SearchResult]:
         """Search `levels` on the actors with `method`'s weights; results in input order, each problem exactly once."""
+        if self.broken:
+            raise RuntimeError("this search pool stopped after an earlier failure; start a new one")
         ray = self.ray
         shares = deal(levels, len(self.actors))
         parts = drawer_parts(drawer, len(shares), len(self.actors))
@@ -196,20 +200,32 @@ class RaySearchPool:
         (`SearchWorker.search_stream`, as `SearchPool.search_stream`); `on_result(index, result)`
         is told each result as it arrives, once per level.
 
-        The queues are Ray's (`ray.util.queue`, actors of no CPU). An actor that dies loses the
-        levels it had taken and not answered: once the others have emptied the queue, those
-        levels (the ones still without a result) are streamed again, on its replacement and
-        the surviving actors, as `search` searches a lost share again."""
+        The queues are Ray's (`ray.util.queue`): actors of no CPU on this process's node. An
+        actor that dies loses the levels it had taken and not answered: once the other actors
+        have finished, it is replaced (where a new one can start, as in `search`) and those
+        levels, the ones still without a result, are streamed again. A stream stopped by an
+        error leaves the actors searching, so the pool then takes no other call."""
+        if self.broken:
+            raise RuntimeError("this search pool stopped after an earlier failure; start a new one")
         if options.concurrency < 1:
             raise ValueError(f"at least one search must run at a time, got {options.concurrency}")
         ray = self.ray
         stored, shared_levels = ray.put(method.model_weights()), ray.put(list(levels))
         remaining = set(range(len(levels)))
         failures = 0
-        while remaining:
-            failures += self._stream_once(stored, shared_levels, sorted(remaining), options, remaining, on_result)
-            if failures > MAX_REPLACEMENTS_PER_BATCH:
-                raise RuntimeError(f"Ray actors failed {failures} times in one stream of searches")
+        try:
+            while remaining:
+                dead = self._stream_once(stored, shared_levels, sorted(remaining), options, remaining, on_result)
+                if not dead and remaining:
+                    raise RuntimeError(f"the Ray search actors ended with {len(remaining)} levels unanswered")
+                failures += len(dead)
+                if failures > MAX_REPLACEMENTS_PER_BATCH:
+                    raise RuntimeError(f"Ray actors failed {failures} times in one stream of searches")
+                for actor in dead:  # now that the others have finished and their CPUs are free
+                    self._replace(actor)
+        except BaseException:
+            self.broken = True
+            raise
 
     def _stream_once(
         self,
@@ -219,56 +235,83 @@ class RaySearchPool:
         options: StreamOptions,
         remaining: set[int],
         on_result: Callable[[int, SearchResult], None],
-    ) -> int:
-        """One stream of the levels `indices` over the actors; each result not told before is told
-        and leaves `remaining`. Returns how many actors died (each replaced)."""
-        from ray.util.queue import Empty, Queue
+    ) -> list[Any]:
+        """One stream of the levels `indices` over the actors until every actor has finished; each
+        result not told before is told and leaves `remaining`. Returns the actors that died."""
+        from ray.util.queue import Queue
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         ray = self.ray
         self.calls += 1
         call = self.calls
-        tasks, results = Queue(actor_options={"num_cpus": 0}), Queue(actor_options={"num_cpus": 0})
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        queues: list[Any] = []
         try:
+            for _ in range(2):
+                queues.append(Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here}))
+            tasks, results = queues
             shares = stream_shares(len(self.actors), min(options.concurrency, len(indices)))
             tasks.put_nowait_batch([(call, index) for index in indices] + [(call, None)] * len(shares))
             pending = {}
             for actor, share in zip(self.actors, shares, strict=False):
                 share_options = dataclasses.replace(options, concurrency=share)
                 pending[actor.search_stream.remote(stored, call, shared_levels, share_options, tasks, results)] = actor
-
-            def tell(wait: float | None) -> None:
-                answers = []
-                if wait is not None:
-                    try:
-                        answers.append(results.get(timeout=wait))
-                    except Empty:
-                        return
-                answers += results.get_nowait_batch(results.qsize())  # only this process takes from it
-                for tag, index, result in answers:
-                    if tag == call and index in remaining:
-                        remaining.discard(index)
-                        on_result(index, result)
-
-            died = 0
+            dead = []
             while pending:
-                tell(STREAM_POLL_SECONDS)
+                self._tell(results, call, STREAM_POLL_SECONDS, remaining, on_result)
                 ended, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
                 for ref in ended:
                     actor = pending.pop(ref)
-                    try:
-                        ray.get(ref)
-                    except ray.exceptions.RayActorError as error:
-                        if getattr(error, "actor_init_failed", False):
-                            raise RuntimeError(f"a Ray search actor could not start: {error}") from error
-                        died += 1
-                        warnings.warn(f"a search actor died ({type(error).__name__}); the levels it was "
-                                      "searching are searched again", RuntimeWarning, stacklevel=3)  # fmt: skip
-                        self._replace(actor)
-            tell(None)  # an actor's results are all queued before its call returns
-            return died
+                    if self._died(ref):
+                        dead.append(actor)
+            self._tell(results, call, None, remaining, on_result)  # an actor's results are queued before it returns
+            return dead
         finally:
-            for channel in (tasks, results):
+            for channel in queues:
                 channel.shutdown(force=True)
+
+    def _tell(
+        self,
+        results: Any,
+        call: int,
+        wait: float | None,
+        remaining: set[int],
+        on_result: Callable[[int, SearchResult], None],
+    ) -> None:
+        """Tell `on_result` the results of stream `call` in the `results` queue not told before
+        (after waiting up to `wait` seconds for the first; None: only those there now)."""
+        from ray.util.queue import Empty
+
+        try:
+            answers = []
+            if wait is not None:
+                try:
+                    answers.append(results.get(timeout=wait))
+                except Empty:
+                    return
+            answers += results.get_nowait_batch(results.qsize())  # only this process takes from it
+        except self.ray.exceptions.RayActorError as error:
+            raise RuntimeError(f"the queue of a stream of searches on Ray was lost: {error}") from error
+        for tag, index, result in answers:
+            if tag == call and index in remaining:
+                remaining.discard(index)
+                on_result(index, result)
+
+    def _died(self, ref: Any) -> bool:
+        """Whether the stream call `ref`, which has ended, ended because its actor died; any
+        other failure (a search that raised, a queue lost while the actor used it) is raised."""
+        exceptions = self.ray.exceptions
+        try:
+            self.ray.get(ref)
+        except exceptions.RayTaskError:  # raised in the call (a lost queue looks like a dead actor there)
+            raise
+        except exceptions.RayActorError as error:
+            if getattr(error, "actor_init_failed", False):  # it would fail again: a setup error, not a loss
+                raise RuntimeError(f"a Ray search actor could not start: {error}") from error
+            warnings.warn(f"a search actor died ({type(error).__name__}); the levels it had taken and not "
+                          "answered are searched again", RuntimeWarning, stacklevel=5)  # fmt: skip
+            return True
+        return False
 
     def _replace(self, dead: Any) -> Any:
         """A new actor in the place of `dead`; where none can start (its node is gone and no

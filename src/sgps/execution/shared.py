@@ -38,8 +38,10 @@ from sgps.search.evaluators import Evaluation
 #: Evaluates a batch of observations [B, C, H, W] (`NetworkEvaluator.evaluate_observations`).
 EvaluateObservations = Callable[[np.ndarray], Evaluation]
 
-#: Message kinds on a channel's pipe (search process -> server).
-READY, EVALUATE, RESULTS, FAILED = "ready", "evaluate", "results", "failed"
+#: Message kinds on a channel's pipe (search process -> server). In a stream of searches a
+#: process also asks for its next level (NEXT, answered with a level's index or None: no more)
+#: and sends each search's (index, result) as it ends (FOUND), before RESULTS ends its task.
+READY, EVALUATE, RESULTS, FAILED, NEXT, FOUND = "ready", "evaluate", "results", "failed", "next", "found"
 
 
 class SearchProcessError(RuntimeError):
@@ -175,14 +177,23 @@ class EvaluationServer:
         self.statistics = ServerStatistics()
 
     def serve(
-        self, evaluate: EvaluateObservations, connections: Sequence[Connection], busy: Iterable[int]
+        self,
+        evaluate: EvaluateObservations,
+        connections: Sequence[Connection],
+        busy: Iterable[int],
+        *,
+        next_level: Callable[[], int | None] | None = None,
+        on_found: Callable[[int, Any], None] | None = None,
     ) -> dict[int, Any]:
         """Evaluate with `evaluate` until every channel in `busy` has sent its results.
 
         `connections[i]` is the pipe of the process that uses channel i (layout i).
         Returns each channel's results (what it sent with `RESULTS`). A channel that
         reports `FAILED` raises `SearchProcessError` with its message, after the others finish; a
-        channel whose process is gone raises `RuntimeError` at once.
+        channel whose process is gone raises `SearchProcessLostError` at once. In a stream of
+        searches, `next_level()` answers a process's `NEXT` (the index of the level it is to
+        search next, or None when none is left) and `on_found(index, result)` is told each
+        `FOUND` result as it comes.
         """
         waiting = {connections[index]: index for index in busy}
         results: dict[int, Any] = {}
@@ -197,6 +208,10 @@ class EvaluationServer:
                     raise SearchProcessLostError(index) from None
                 if kind == EVALUATE:
                     requests.append((index, payload))
+                elif kind == NEXT and next_level is not None:
+                    _send(connections, index, next_level())
+                elif kind == FOUND and on_found is not None:
+                    on_found(*payload)
                 else:
                     del waiting[connection]
                     if kind == RESULTS:
@@ -230,7 +245,12 @@ class EvaluationServer:
             if heuristic is not None:
                 answers[:count, -1] = heuristic[start:end]
             start = end
-            try:
-                connections[index].send((log_policy is not None, heuristic is not None))
-            except OSError:  # a broken pipe: the process is gone
-                raise SearchProcessLostError(index) from None
+            _send(connections, index, (log_policy is not None, heuristic is not None))
+
+
+def _send(connections: Sequence[Connection], index: int, message: Any) -> None:
+    """Send `message` to the process of channel `index`; a broken pipe means that process is gone."""
+    try:
+        connections[index].send(message)
+    except OSError:
+        raise SearchProcessLostError(index) from None

@@ -19,13 +19,14 @@ from tqdm import tqdm
 from sgps.domains.levels import generated_set, read_levels, states_digest
 from sgps.errors import CheckpointError, ConfigError
 from sgps.execution.placement import (
+    Pool,
     check_threads,
     default_threads,
     search_pool,
     search_workers,
 )
-from sgps.execution.pool import SearchPool, StreamOptions
-from sgps.execution.ray_pool import RaySearchPool, check_executor
+from sgps.execution.pool import StreamOptions
+from sgps.execution.ray_pool import check_executor
 from sgps.fileio import atomic_write_text, open_regular
 from sgps.models.checkpoint import weights_digest
 from sgps.models.subgoal import SubgoalModel
@@ -419,13 +420,13 @@ def test(
 
     `executor`: ``local`` searches in this process, or with `workers` > 1 in that many
     local search processes (`sgps.execution.placement.search_pool`: around one shared
-    evaluator where the run's `run.evaluator` says so, else with a model copy each: each
-    of those takes the next level as soon as one of its searches ends, `SearchPool.search_stream`),
-    each round's problems split between them; ``ray`` searches them on one Ray actor per CPU of
-    the cluster at `ray_address` (or of a local instance), which take the next level the same
-    way (`RaySearchPool.search_stream`). Where the searches run does not change the record.
-    `progress`: told as the searches finish (`run_test`; not around a shared evaluator, nor with
-    `refill=False` and several search processes or actors). `evaluation_batch`: children each search
+    evaluator where the run's `run.evaluator` says so, else with a model copy each);
+    ``ray`` on one Ray actor per CPU of the cluster at `ray_address` (or of a local
+    instance). Wherever they run, each process or actor takes the next of a round's problems
+    as soon as one of its searches ends (the pool's `search_stream`), unless `refill=False`.
+    Where the searches run does not change the record. `progress`: told as the searches
+    finish (`run_test`; not with `refill=False` and several search processes or actors).
+    `evaluation_batch`: children each search
     gathers before an evaluation; 1, exact best-first order, is the test procedure's (spec 6.7),
     whatever order the run trained in (its `search.evaluation_batch`). `refill=False`: the searches
     go in groups, each waiting for its longest (`run_test`; to measure what refilling saves).
@@ -474,7 +475,7 @@ def test(
                 )
             )
             search_batch = functools.partial(_test_round, pool, trained, evaluation_batch)
-            if refill and isinstance(pool, (SearchPool, RaySearchPool)):
+            if refill:
                 search_stream = functools.partial(_test_stream, pool, trained, evaluation_batch)
         searches_at_once: Callable[[int], int] = concurrent_searches  # refilled, or groups in one place
         if at_once is not None:
@@ -536,7 +537,7 @@ def _test_round(
 
 
 def _test_stream(
-    pool: SearchPool | RaySearchPool,
+    pool: Pool,
     trained: RunSearch,
     evaluation_batch: int,
     levels: Sequence[Any],
@@ -546,8 +547,7 @@ def _test_stream(
     on_result: Callable[[int, SearchResult], None],
 ) -> None:
     """Searches of the test procedure on `pool`'s processes, `concurrency` at a time in all, each
-    result told as it arrives (`SearchPool.search_stream`, `RaySearchPool.search_stream`), with the trained
-    method's test evaluator."""
+    result told as it arrives (each pool's `search_stream`), with the trained method's test evaluator."""
     assert trained.method is not None
     options = StreamOptions(budget=budget, epsilon=trained.epsilon, batch_size=evaluation_batch,
                             interim_budgets=interim_budgets, test=True, concurrency=concurrency)  # fmt: skip
