@@ -70,8 +70,8 @@ def test_two_search_processes_with_a_shared_evaluator_equal_in_process_lockstep(
 def test_streamed_searches_around_a_shared_evaluator_equal_in_process_lockstep_and_each_comes_once():
     """`search_stream`: each process asks for the next level as one of its searches ends; every
     level's result comes once, equal to the in-process search's, whatever share of the searches
-    each process runs (1: one of them waits); a search that raises is reported after the others
-    end, and the pool goes on."""
+    each process runs (1: one of them waits). A search that raises mid-stream is reported once
+    the other process has ended the search it had, no further level handed out; the pool goes on."""
     domain = get_domain("boxworld")
     levels = [domain.generate(seed) for seed in range(7)]
     method = _method(domain, levels, "phs-sg")
@@ -85,11 +85,18 @@ def test_streamed_searches_around_a_shared_evaluator_equal_in_process_lockstep_a
             calls.append([])
             pool.search_stream(method, levels, dataclasses.replace(options, concurrency=at_once),
                                lambda index, result: calls[-1].append((index, result)))  # fmt: skip
-        with pytest.raises(SearchProcessError, match="interim budgets"):
-            pool.search_stream(method, levels, dataclasses.replace(options, interim_budgets=(400,)),
-                               lambda index, result: None)  # fmt: skip
+        broken = [levels[0], None, *levels, *levels]  # level 1 is no state: its search raises
+        before = []
+        with pytest.raises(SearchProcessError, match="a search process failed"):
+            pool.search_stream(method, broken, dataclasses.replace(options, concurrency=2),
+                               lambda index, result: before.append(index))  # fmt: skip
         assert not pool.broken
+        assert len(before) == len(set(before)) and 1 not in before
+        assert len(before) < 8  # the 14 levels after it were not all handed out
+        again = []
+        pool.search_stream(method, levels, options, lambda index, result: again.append((index, result)))
         assert len(pool.search(method, levels, budget=50, epsilon=0.01, record_graph=False)) == 7
+    calls.append(again)
     for told in calls:
         assert sorted(index for index, _ in told) == list(range(7))
         _same([result for _, result in sorted(told, key=lambda pair: pair[0])], expected)

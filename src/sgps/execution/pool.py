@@ -76,8 +76,9 @@ STARTUP_SECONDS = 120
 CLOSE_SECONDS = 10
 #: How long a search process whose link to the training process broke waits to see that process end.
 PARENT_EXIT_SECONDS = 1.0
-#: How often `SearchPool.search_stream` looks at its workers while no result arrives (seconds), and how
-#: long it waits for results still on their way once every worker has returned.
+#: How often `SearchPool.search_stream` (and `RaySearchPool`'s) looks at its workers while no result
+#: arrives (seconds), and how long the former waits for results still on their way once every worker
+#: has returned.
 STREAM_POLL_SECONDS = 0.5
 STREAM_DRAIN_SECONDS = 30.0
 #: What multiprocessing's resource tracker is started with (`start_resource_tracker`): its warnings off.
@@ -194,7 +195,7 @@ class SearchWorker:
 
 @dataclasses.dataclass(frozen=True)
 class StreamOptions:
-    """How `SearchPool.search_stream`'s searches run: their budget, ε, evaluation batch, interim
+    """How the searches of a pool's `search_stream` run: their budget, ε, evaluation batch, interim
     budgets, test or training evaluator, and how many run at a time (over all the pool's
     processes; each process is sent its share)."""
 
@@ -481,7 +482,7 @@ def _search_task(domain: Domain[Any], algorithm: Algorithm, evaluator: RemoteEva
             return RESULTS, _stream_share(domain, algorithm, evaluator, levels, options)
         results = search_lockstep(domain, levels, algorithm, evaluator, **options)
         return RESULTS, results if drawer is None else drawer(results)
-    except (ServerLostError, EOFError, OSError):  # the pipe to the server: this process is to end
+    except ServerLostError:
         raise
     except Exception:
         return FAILED, traceback.format_exc()
@@ -494,16 +495,19 @@ def _stream_share(
     a search slot is free (`NEXT`), send each result as its search ends (`FOUND`)."""
     connection = evaluator.connection
 
+    def exchange(message: tuple[str, Any], answered: bool) -> Any:
+        try:
+            connection.send(message)
+            return connection.recv() if answered else None
+        except (EOFError, OSError):  # the serving process closed its end: it is gone
+            raise ServerLostError("the evaluation server is gone") from None
+
     def taken() -> Iterator[tuple[int, Any]]:
-        while True:
-            connection.send((NEXT, None))
-            index = connection.recv()
-            if index is None:
-                return
+        while (index := exchange((NEXT, None), answered=True)) is not None:
             yield index, levels[index]
 
     return search_lockstep_stream(domain, taken(), algorithm, evaluator, concurrency=options.concurrency,
-                                  on_result=lambda index, result: connection.send((FOUND, (index, result))),
+                                  on_result=lambda index, result: exchange((FOUND, (index, result)), answered=False),
                                   budget=options.budget, epsilon=options.epsilon, batch_size=options.batch_size,
                                   interim_budgets=options.interim_budgets)  # fmt: skip
 
@@ -520,7 +524,8 @@ class SharedEvaluatorPool:
     worker once it has mapped its own, and by the training process once every worker has
     started), so nothing is left on disk however the pool ends, the training process killed
     while its workers start included. A search that raises in a worker is
-    reported once the others finish, and the pool stays usable; anything else that stops
+    reported once the others finish (their searches in a batch; in a stream, the ones they
+    have, since no other level is handed out), and the pool stays usable; anything else that stops
     a batch (the evaluator raising, a worker dying, an interrupt) stops the workers at
     once, and the pool refuses further batches.
     """

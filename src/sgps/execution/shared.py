@@ -1,6 +1,7 @@
 """One evaluator for many search processes: requests and answers travel through shared memory.
 
-Each search process runs its searches in lockstep (`search_lockstep`) with a
+Each search process runs its searches in lockstep (`search_lockstep`, or in a stream
+`search_lockstep_stream`, asking the serving process for each next level) with a
 `RemoteEvaluator`: it computes the observations of the states its searches ask about,
 writes them into the request array of its channel (a block of shared memory laid out by
 a `ChannelLayout`, so no observation is pickled), and tells the serving process how many rows it wrote. The
@@ -192,7 +193,8 @@ class EvaluationServer:
         reports `FAILED` raises `SearchProcessError` with its message, after the others finish; a
         channel whose process is gone raises `SearchProcessLostError` at once. In a stream of
         searches, `next_level()` answers a process's `NEXT` (the index of the level it is to
-        search next, or None when none is left) and `on_found(index, result)` is told each
+        search next, or None when none is left; None for all once a process has failed, so that
+        the others end with the searches they have) and `on_found(index, result)` is told each
         `FOUND` result as it comes.
         """
         waiting = {connections[index]: index for index in busy}
@@ -208,8 +210,8 @@ class EvaluationServer:
                     raise SearchProcessLostError(index) from None
                 if kind == EVALUATE:
                     requests.append((index, payload))
-                elif kind == NEXT and next_level is not None:
-                    _send(connections, index, next_level())
+                elif kind == NEXT and next_level is not None:  # after a failure, no more levels:
+                    _send(connections, index, None if failures else next_level())  # the others end soon
                 elif kind == FOUND and on_found is not None:
                     on_found(*payload)
                 else:

@@ -472,9 +472,9 @@ def run_test(
     only if it is an attempt this test would have made, its solution replayed from its
     level; any other is searched again.
 
-    `search_batch(levels, budget, interim_budgets)`: where the searches run (e.g. processes
-    around a shared evaluator; journalled a group at a time, each group of `at_once` levels
-    waiting for its longest search); `search_stream`: search processes or Ray actors that keep
+    `search_batch(levels, budget, interim_budgets)`: where the searches run (search processes
+    or Ray actors, with `refill=False`; journalled a group at a time, each group of `at_once`
+    levels waiting for its longest search); `search_stream`: search processes or Ray actors that keep
     `at_once` searches running and send each result as it finishes (`SearchStream`; taken over
     `search_batch`);
     neither: in this process, in lockstep with `evaluator`, `at_once` at a time, the next level's
