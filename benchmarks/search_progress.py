@@ -29,6 +29,8 @@ same on any machine. Usage::
 
 ``--mixture arithmetic`` (or ``geometric``) searches with π^SG's codes mixed so instead of as
 the run's configuration says (docs/subgoals.md, "Mixture"): the same weights, another policy.
+``--alpha A`` gives π_unc the weight A in that mixture (both `alpha_train` and `alpha_test`):
+1 searches with π_unc alone, 0 with the codes alone.
 ``--within 8000 16000 ...`` also counts the levels solved within each of those budgets, from
 the same searches: a search at budget B pops the nodes a search at a smaller budget b would,
 in the same order, and stops later (the budget only stops a search, spec/algorithms.md), and
@@ -87,6 +89,17 @@ def method_with_weights(run: Path, label: str, domain: Any, level: Any, config: 
     if weights is not None:
         method.load_model(weights)
     return method
+
+
+def policy_settings(config: Any, mixture: str | None, alpha: float | None) -> Any:
+    """`config` with π^SG's codes mixed by `mixture` and π_unc weighted `alpha` in training and
+    test searches alike (None: as the run says)."""
+    changes: dict[str, Any] = {}
+    if mixture is not None:
+        changes["mixture"] = mixture
+    if alpha is not None:
+        changes.update(alpha_train=alpha, alpha_test=alpha)
+    return dataclasses.replace(config, subgoal=dataclasses.replace(config.subgoal, **changes))
 
 
 def updates_of(label: str) -> int | None:
@@ -235,6 +248,9 @@ def main() -> None:
                         help="also count the levels solved within these budgets (each at most --budget)")  # fmt: skip
     parser.add_argument("--evaluator", choices=("train", "test"), default="train")
     parser.add_argument("--mixture", choices=("geometric", "arithmetic"), help="mix π^SG's codes so instead")
+    parser.add_argument("--alpha", type=float, metavar="A",
+                        help="π_unc's weight in π^SG's mixture, in [0, 1] (default: the run's alpha_train or "
+                             "alpha_test)")  # fmt: skip
     parser.add_argument("--evaluation-batch", type=int, metavar="K",
                         help="children a search gathers per evaluation (default: the run's search.evaluation_batch)")
     parser.add_argument("--csv", type=Path, help="also write the rows here")
@@ -253,15 +269,16 @@ def main() -> None:
         parser.error("RUN and --problems are needed (unless --plot)")
     if args.evaluation_batch is not None and args.evaluation_batch < 1:
         parser.error("--evaluation-batch must be at least 1")
+    if args.alpha is not None and not 0.0 <= args.alpha <= 1.0:
+        parser.error(f"--alpha must be in [0, 1], not {args.alpha}")
     if any(not 1 <= bound <= args.budget for bound in args.within):
         parser.error(f"--within budgets must be between 1 and --budget ({args.budget})")
     torch.set_num_threads(1)
     levels = read_levels(args.problems).states()[: args.count]  # the run's domain is checked below
     print(f"{args.problems}: first {len(levels)} levels, budget {args.budget}, {args.evaluator} evaluator")
     print(f"{'model':60s} solved reached (levels per furthest step)    depth  exit   exp/s")
-    config = load_run_config(args.run / "config.toml")
-    if args.mixture is not None:
-        config = dataclasses.replace(config, subgoal=dataclasses.replace(config.subgoal, mixture=args.mixture))
+    config = policy_settings(load_run_config(args.run / "config.toml"), args.mixture, args.alpha)
+    alpha = config.subgoal.alpha_train if args.evaluator == "train" else config.subgoal.alpha_test
     domain = read_levels(args.problems, config.run.domain).domain
     order = args.evaluation_batch or config.search.evaluation_batch or 1
     print(f"evaluation batch {order} ({'exact best-first order' if order == 1 else 'buffered order'})")
@@ -285,6 +302,7 @@ def main() -> None:
             print("    " + ", ".join(f"{key.removeprefix('solved_')}: {count}" for key, count in within.items()))
         updates = updates_of(label)
         rows.append({"weights": label, "updates": "" if updates is None else updates, "mixture": config.subgoal.mixture,
+                     "alpha": alpha if config.run.algorithm.endswith("-sg") else "",
                      "evaluation_batch": order,
                      "levels": len(levels),
                      "budget": args.budget, "solved": found["solved"], "reached": f"{found['reached']:.3f}",

@@ -15,6 +15,12 @@ this machine's memory, `sgps.runs.memory.concurrent_searches`, rounded down to a
 processes for groups; often every level at small budgets, where the two are the same) stands
 for the memory limit of a test at the paper's 512,000.
 
+Places (`--places`): ``copies``, local search processes with a model copy each (a CPU run's
+default); ``shared``, local search processes around one shared evaluator (`run.evaluator =
+"shared"`, a GPU run's default); ``ray``, one Ray actor per worker on a local Ray instance
+(`sgps test --executor ray`). With one worker, ``copies`` and ``shared`` are both the
+in-process search, measured once.
+
 Printed per test: wall seconds of the whole test (pool start included), the nodes its
 searches expanded (a continued problem's last attempt holds its earlier rounds'; the
 record's own total counts them again) and those per second, problems solved, and whether
@@ -24,6 +30,7 @@ to `--run`'s folder. Usage::
     python benchmarks/test_workers.py [--workers 1,2] [--count 64] [--budget 1000] [--rounds 1]
                                       [--modes continued,afresh] [--algorithm phs]
                                       [--run RUN --problems FILE] [--scheduling refill,groups] [--at-once N]
+                                      [--places copies,shared,ray]
 """
 
 from __future__ import annotations
@@ -40,6 +47,10 @@ import torch
 from sgps.domains import get_domain, write_levels
 from sgps.domains.generation import generate_levels, resolve_params
 from sgps.runs import runner
+from sgps.runs.rundir import to_toml
+from sgps.training.config import read_toml
+
+PLACES = ("copies", "shared", "ray")
 
 
 def record(run: Path, name: str) -> list[dict[str, str]]:
@@ -74,12 +85,18 @@ def main() -> None:
                              "longest search) (default: refill)")  # fmt: skip
     parser.add_argument("--at-once", type=int, help="searches at a time over all processes (default: what memory "
                         "allows at the last round's budget)")  # fmt: skip
+    parser.add_argument("--places", default="copies",
+                        help="comma-separated: copies (local processes, a model copy each), shared (local processes "
+                             "around a shared evaluator), ray (Ray actors) (default: copies)")  # fmt: skip
     args = parser.parse_args()
     if (args.run is None) != (args.problems is None):
         parser.error("--run and --problems go together")
     schedulings = args.scheduling.split(",")
     if not set(schedulings) <= {"refill", "groups"}:
         parser.error(f"--scheduling: {args.scheduling!r} is not a list of refill and groups")
+    places = args.places.split(",")
+    if not set(places) <= set(PLACES):
+        parser.error(f"--places: {args.places!r} is not a list of {', '.join(PLACES)}")
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -95,25 +112,45 @@ def main() -> None:
             test.write_text("\n".join([line for line in lines if line.startswith(";")] + levels) + "\n")
             print(f"{args.run}'s last weights, the first {len(levels)} levels of {args.problems}, "
                   f"budget {args.budget} over {args.rounds} rounds, torch {torch.__version__}")  # fmt: skip
-        header = (f"{'workers':>7s} {'rounds':>9s} {'scheduling':>10s} {'seconds':>8s} {'expanded':>10s} "
-                  f"{'exp/s':>9s} {'solved':>7s}")  # fmt: skip
+        header = (f"{'workers':>7s} {'place':>10s} {'rounds':>9s} {'scheduling':>10s} {'seconds':>8s} "
+                  f"{'expanded':>10s} {'exp/s':>9s} {'solved':>7s}")  # fmt: skip
         print(f"{header}  same record")
         first = None
         for workers in (int(text) for text in args.workers.split(",")):
-            for mode in args.modes.split(","):
-                if mode not in ("continued", "afresh"):
-                    parser.error(f"--modes: {mode!r} is neither continued nor afresh")
-                for scheduling in schedulings:
-                    started = time.perf_counter()
-                    summary = runner.test(run, test, budget=args.budget, rounds=args.rounds, workers=workers,
-                                          checkpoint="last", restart_rounds=mode == "afresh",
-                                          refill=scheduling == "refill", at_once=args.at_once)  # fmt: skip
-                    seconds = time.perf_counter() - started
-                    rows = record(run, "levels")
-                    expanded = searched_expansions(rows, continued=mode == "continued")
-                    first = rows if first is None else first
-                    print(f"{workers:7d} {mode:>9s} {scheduling:>10s} {seconds:8.2f} {expanded:10,d} "
-                          f"{expanded / seconds:9,.0f} {summary.solved:7d}  {rows == first}", flush=True)  # fmt: skip
+            for place in distinct_places(places, workers):
+                place_evaluator(run, place)
+                for mode in args.modes.split(","):
+                    if mode not in ("continued", "afresh"):
+                        parser.error(f"--modes: {mode!r} is neither continued nor afresh")
+                    for scheduling in schedulings:
+                        started = time.perf_counter()
+                        summary = runner.test(run, test, budget=args.budget, rounds=args.rounds, workers=workers,
+                                              executor="ray" if place == "ray" else "local", checkpoint="last",
+                                              restart_rounds=mode == "afresh", refill=scheduling == "refill",
+                                              at_once=args.at_once)  # fmt: skip
+                        seconds = time.perf_counter() - started
+                        rows = record(run, "levels")
+                        expanded = searched_expansions(rows, continued=mode == "continued")
+                        first = rows if first is None else first
+                        label = place if place == "ray" or workers > 1 else "in-process"
+                        print(f"{workers:7d} {label:>10s} {mode:>9s} {scheduling:>10s} {seconds:8.2f} "
+                              f"{expanded:10,d} {expanded / seconds:9,.0f} {summary.solved:7d}  {rows == first}",
+                              flush=True)  # fmt: skip
+
+
+def distinct_places(places: list[str], workers: int) -> list[str]:
+    """`places` without the repeats one worker makes: `copies` and `shared` both search in this process."""
+    if workers > 1:
+        return places
+    local = [place for place in places if place != "ray"][:1]
+    return local + [place for place in places if place == "ray"]
+
+
+def place_evaluator(run: Path, place: str) -> None:
+    """Set the trial run's `run.evaluator` for `place` (`sgps test` reads it from the run's config)."""
+    config = read_toml(run / "config.toml")
+    config["run"]["evaluator"] = "shared" if place == "shared" else "per-process"
+    (run / "config.toml").write_text(to_toml(config))
 
 
 def one_batch_run(root: Path, test: Path, count: int, algorithm: str) -> Path:
