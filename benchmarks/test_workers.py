@@ -17,9 +17,10 @@ for the memory limit of a test at the paper's 512,000.
 
 Places (`--places`): ``copies``, local search processes with a model copy each (a CPU run's
 default); ``shared``, local search processes around one shared evaluator (`run.evaluator =
-"shared"`, a GPU run's default); ``ray``, one Ray actor per worker on a local Ray instance
-(`sgps test --executor ray`). With one worker, ``copies`` and ``shared`` are both the
-in-process search, measured once.
+"shared"`, a GPU run's default); ``ray``, Ray actors on a local Ray instance
+(`sgps test --executor ray`: one actor per CPU of the instance, whatever `--workers` says, so
+measured once). With one worker, ``copies`` and ``shared`` are both the in-process search,
+measured once.
 
 Printed per test: wall seconds of the whole test (pool start included), the nodes its
 searches expanded (a continued problem's last attempt holds its earlier rounds'; the
@@ -46,6 +47,7 @@ import torch
 
 from sgps.domains import get_domain, write_levels
 from sgps.domains.generation import generate_levels, resolve_params
+from sgps.execution.ray_pool import cluster_cpus, connect
 from sgps.runs import runner
 from sgps.runs.rundir import to_toml
 from sgps.training.config import read_toml
@@ -112,38 +114,43 @@ def main() -> None:
             test.write_text("\n".join([line for line in lines if line.startswith(";")] + levels) + "\n")
             print(f"{args.run}'s last weights, the first {len(levels)} levels of {args.problems}, "
                   f"budget {args.budget} over {args.rounds} rounds, torch {torch.__version__}")  # fmt: skip
-        header = (f"{'workers':>7s} {'place':>10s} {'rounds':>9s} {'scheduling':>10s} {'seconds':>8s} "
+        header = (f"{'workers':>7s} {'place':>10s} {'mode':>9s} {'scheduling':>10s} {'seconds':>8s} "
                   f"{'expanded':>10s} {'exp/s':>9s} {'solved':>7s}")  # fmt: skip
         print(f"{header}  same record")
         first = None
-        for workers in (int(text) for text in args.workers.split(",")):
-            for place in distinct_places(places, workers):
-                place_evaluator(run, place)
-                for mode in args.modes.split(","):
-                    if mode not in ("continued", "afresh"):
-                        parser.error(f"--modes: {mode!r} is neither continued nor afresh")
-                    for scheduling in schedulings:
-                        started = time.perf_counter()
-                        summary = runner.test(run, test, budget=args.budget, rounds=args.rounds, workers=workers,
-                                              executor="ray" if place == "ray" else "local", checkpoint="last",
-                                              restart_rounds=mode == "afresh", refill=scheduling == "refill",
-                                              at_once=args.at_once)  # fmt: skip
-                        seconds = time.perf_counter() - started
-                        rows = record(run, "levels")
-                        expanded = searched_expansions(rows, continued=mode == "continued")
-                        first = rows if first is None else first
-                        label = place if place == "ray" or workers > 1 else "in-process"
-                        print(f"{workers:7d} {label:>10s} {mode:>9s} {scheduling:>10s} {seconds:8.2f} "
-                              f"{expanded:10,d} {expanded / seconds:9,.0f} {summary.solved:7d}  {rows == first}",
-                              flush=True)  # fmt: skip
+        modes = args.modes.split(",")
+        if not set(modes) <= {"continued", "afresh"}:
+            parser.error(f"--modes: {args.modes!r} is not a list of continued and afresh")
+        for workers, place in trials([int(text) for text in args.workers.split(",")], places):
+            place_evaluator(run, place)
+            for mode in modes:
+                for scheduling in schedulings:
+                    started = time.perf_counter()
+                    summary = runner.test(run, test, budget=args.budget, rounds=args.rounds, workers=workers,
+                                          executor="ray" if place == "ray" else "local", checkpoint="last",
+                                          restart_rounds=mode == "afresh", refill=scheduling == "refill",
+                                          at_once=args.at_once)  # fmt: skip
+                    seconds = time.perf_counter() - started
+                    rows = record(run, "levels")
+                    expanded = searched_expansions(rows, continued=mode == "continued")
+                    first = rows if first is None else first
+                    label = place if place == "ray" or workers > 1 else "in-process"
+                    print(f"{workers:7d} {label:>10s} {mode:>9s} {scheduling:>10s} {seconds:8.2f} "
+                          f"{expanded:10,d} {expanded / seconds:9,.0f} {summary.solved:7d}  {rows == first}",
+                          flush=True)  # fmt: skip
 
 
-def distinct_places(places: list[str], workers: int) -> list[str]:
-    """`places` without the repeats one worker makes: `copies` and `shared` both search in this process."""
-    if workers > 1:
-        return places
-    local = [place for place in places if place != "ray"][:1]
-    return local + [place for place in places if place == "ray"]
+def trials(worker_counts: list[int], places: list[str]) -> list[tuple[int, str]]:
+    """(workers, place) to time: each local place at each worker count, once where one worker makes
+    `copies` and `shared` the same in-process search; Ray once, with its actor count, since `sgps test
+    --executor ray` starts one actor per CPU of the cluster whatever `--workers` says."""
+    chosen = []
+    for workers in worker_counts:
+        local = [place for place in places if place != "ray"]
+        chosen += [(workers, place) for place in (local if workers > 1 else local[:1])]
+    if "ray" in places:
+        chosen.append((cluster_cpus(connect()), "ray"))
+    return chosen
 
 
 def place_evaluator(run: Path, place: str) -> None:

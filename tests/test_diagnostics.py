@@ -204,27 +204,35 @@ def test_search_progress_counts_the_solves_within_a_smaller_budget_as_a_search_a
     assert int(small[0]["solved"]) == within[1]
 
 
-def test_search_progress_alpha_searches_with_pi_unc_alone_at_one_and_the_codes_alone_at_zero(subgoal_run):
+@pytest.mark.parametrize("mixture", [None, "arithmetic"])
+def test_search_progress_alpha_searches_with_pi_unc_alone_at_one_and_the_codes_alone_at_zero(subgoal_run, mixture):
     """``--alpha`` decides docs/results/hard-craftworld.md's comparison of π^SG's parts: it must
-    reach the training and the test evaluators alike, and at 1 the searching policy must be π_unc's."""
+    reach the training and the test evaluators alike, under the run's own (geometric) mixture and
+    the arithmetic one, and at 1 the searching policy must be π_unc's."""
     spec = importlib.util.spec_from_file_location("search_progress", REPO / "benchmarks" / "search_progress.py")
     search_progress = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(search_progress)
     run, problems = subgoal_run
     levels = read_levels(problems)
     config = load_run_config(run / "config.toml")
+    assert config.subgoal.mixture == "geometric"
     assert search_progress.policy_settings(config, None, None) == config
     states = levels.states()[:4]
     for alpha in (0.0, 1.0):
-        changed = search_progress.policy_settings(config, "arithmetic", alpha)
+        changed = search_progress.policy_settings(config, mixture, alpha)
         method = search_progress.method_with_weights(run, "latest", levels.domain, states[0], changed)
         for evaluator in (method.evaluator(), method.test_evaluator()):
-            assert (evaluator.alpha, evaluator.mixture) == (alpha, "arithmetic")
+            assert (evaluator.alpha, evaluator.mixture) == (alpha, mixture or "geometric")
         log_policy, _ = method.evaluator()(states)
         with torch.inference_mode():
             log_high, log_low, log_unconditional, _ = method.model.components(
                 torch.as_tensor(levels.domain.observe(states), dtype=torch.float32))
-        expected = log_unconditional if alpha == 1.0 else torch.logsumexp(log_low + log_high.unsqueeze(2), dim=1)
+        if alpha == 1.0:
+            expected = log_unconditional  # the geometric mixture's 1e-8 floor moves it by less than the tolerance
+        elif mixture == "arithmetic":
+            expected = torch.logsumexp(log_low + log_high.unsqueeze(2), dim=1)
+        else:
+            expected = torch.log_softmax((log_high.exp().unsqueeze(2) * torch.log(log_low.exp() + 1e-8)).sum(1), dim=1)
         assert np.allclose(log_policy, expected.double().numpy(), atol=1e-5)
 
 
