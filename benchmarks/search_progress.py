@@ -39,7 +39,8 @@ pop ends the search at b before its children are generated, so a level solved by
 the b-th pop (goals tested at generation) counts at B but not at b. One search at the largest
 budget thus gives the solves at every smaller one.
 
-``--csv OUT.csv`` also writes the rows, with the learning updates each weights file had
+``--csv OUT.csv`` also writes the rows (``solved_levels``: the positions, from 0, of the levels
+solved, to pair two settings level by level), with the learning updates each weights file had
 seen where its name says so (``...-updates-N.safetensors``; ``untrained``: 0). ``--plot
 OUT.png --from A.csv B.csv --runs a=RUN_A b=RUN_B`` draws the study's figure: the runs'
 training problems solved against expansions and against updates, and the csv files'
@@ -229,6 +230,7 @@ def progress(domain: Any, levels: list[Any], results: list[Any]) -> dict[str, An
         exits += domain.name == "boulderdash" and any(state.gems >= state.board.extra for state in states)
     return {
         "solved": sum(result.solved for result in results),
+        "solved_levels": " ".join(str(index) for index, result in enumerate(results) if result.solved),
         "reached": sum(reached) / len(reached),
         "histogram": dict(sorted(Counter(reached).items())),
         "depth": sum(depths) / len(depths),
@@ -307,7 +309,7 @@ def main() -> None:
                      "levels": len(levels),
                      "budget": args.budget, "solved": found["solved"], "reached": f"{found['reached']:.3f}",
                      "histogram": histogram, "depth": f"{found['depth']:.1f}", "exit": found["exit"],
-                     **within})  # fmt: skip
+                     **within, "solved_levels": found["solved_levels"]})  # fmt: skip
     if args.csv is not None:
         write_rows(args.csv, rows)
 
