@@ -144,9 +144,9 @@ def trials(worker_counts: list[int], places: list[str]) -> list[tuple[int, str]]
     """(workers, place) to time: each local place at each worker count, once where one worker makes
     `copies` and `shared` the same in-process search; Ray once, with its actor count, since `sgps test
     --executor ray` starts one actor per CPU of the cluster whatever `--workers` says."""
+    local = [place for place in places if place != "ray"]
     chosen = []
     for workers in worker_counts:
-        local = [place for place in places if place != "ray"]
         chosen += [(workers, place) for place in (local if workers > 1 else local[:1])]
     if "ray" in places:
         chosen.append((cluster_cpus(connect()), "ray"))
