@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 import numpy as np
 import pytest
@@ -54,6 +54,18 @@ def run_script(script: str, *arguments: object) -> list[dict[str, str]]:
     assert done.returncode == 0, done.stderr
     with out.open() as handle:
         return list(csv.DictReader(handle))
+
+
+def benchmark_module(script: str, monkeypatch: pytest.MonkeyPatch | None = None) -> ModuleType:
+    """benchmarks/`script` imported as a module; with `monkeypatch`, registered in `sys.modules` for
+    the test (a script whose dataclasses look their module up needs it)."""
+    name = Path(script).stem
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / script)
+    module = importlib.util.module_from_spec(spec)
+    if monkeypatch is not None:
+        monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    return module
 
 
 def share(value: str) -> float:
@@ -111,10 +123,7 @@ def test_code_refit_holds_out_whole_trees_whatever_cluster_level_their_pairs_cam
     """Rows of one tree share states, so a tree must fall on one side of the split; hard CraftWorld
     draws every pair at one cluster level, which a split by level would leave with nothing held out."""
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("code_refit", REPO / "benchmarks" / "code_refit.py")
-    code_refit = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "code_refit", code_refit)  # its dataclasses look their module up
-    spec.loader.exec_module(code_refit)
+    code_refit = benchmark_module("code_refit.py", monkeypatch)  # its dataclasses look their module up
     lengths, trees = [2, 1, 3, 2, 1, 2], [0, 0, 1, 2, 3, 3]  # the steps and the failed tree of each pair
     rows = sum(lengths)
     samples = SimpleNamespace(failed_paths=[(0, 0, length) for length in lengths], failed_low=np.arange(rows),
@@ -130,9 +139,7 @@ def test_code_refit_holds_out_whole_trees_whatever_cluster_level_their_pairs_cam
 
 
 def test_the_probe_curve_averages_each_full_window_of_updates(tmp_path):
-    spec = importlib.util.spec_from_file_location("search_progress", REPO / "benchmarks" / "search_progress.py")
-    search_progress = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(search_progress)
+    search_progress = benchmark_module("search_progress.py")
     window = search_progress.PROBE_WINDOW
     (tmp_path / "metrics").mkdir()
     values = ["" if update == 3 else f"{update / 100:.2f}" for update in range(2 * window + 3)]  # a batch unprobed
@@ -149,9 +156,7 @@ def test_the_probe_curve_averages_each_full_window_of_updates(tmp_path):
 
 
 def test_the_solved_panels_turn_logarithmic_once_a_run_takes_off(tmp_path):
-    spec = importlib.util.spec_from_file_location("search_progress", REPO / "benchmarks" / "search_progress.py")
-    search_progress = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(search_progress)
+    search_progress = benchmark_module("search_progress.py")
     runs = {}
     for name, outstanding in (("flat", [10_000, 10_000, 9_999, 9_995]), ("off", [10_000, 9_990, 9_500, 8_978])):
         (tmp_path / name / "metrics").mkdir(parents=True)
@@ -170,9 +175,7 @@ def test_the_solved_panels_turn_logarithmic_once_a_run_takes_off(tmp_path):
 
 
 def test_search_progress_measures_craftworld_in_use_actions_done_and_draws_older_rows(tmp_path):
-    spec = importlib.util.spec_from_file_location("search_progress", REPO / "benchmarks" / "search_progress.py")
-    search_progress = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(search_progress)
+    search_progress = benchmark_module("search_progress.py")
     domain = get_domain("craftworld")
     level = generate_levels(domain, resolve_params(domain, "hard", {"goal": "iron_pick"}), 20000, 1)[0]
     held = bytearray(level.inventory)
@@ -209,9 +212,7 @@ def test_search_progress_alpha_searches_with_pi_unc_alone_at_one_and_the_codes_a
     """``--alpha`` decides docs/results/hard-craftworld.md's comparison of π^SG's parts: it must
     reach the training and the test evaluators alike, under the run's own (geometric) mixture and
     the arithmetic one, and at 1 the searching policy must be π_unc's."""
-    spec = importlib.util.spec_from_file_location("search_progress", REPO / "benchmarks" / "search_progress.py")
-    search_progress = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(search_progress)
+    search_progress = benchmark_module("search_progress.py")
     run, problems = subgoal_run
     levels = read_levels(problems)
     config = load_run_config(run / "config.toml")
@@ -248,9 +249,7 @@ def test_paired_runs_counts_the_searches_both_runs_made_and_tests_the_problems_o
     assert done.returncode == 0, done.stderr
     assert "2 searches both made" in done.stdout  # batch 0 is before --from-batch, batch 2 only a's
     assert "both solved 0; only" in done.stdout and "sign test p = 0.750" in done.stdout  # 1 against 1: P(X >= 1)
-    spec = importlib.util.spec_from_file_location("paired_runs", REPO / "benchmarks" / "paired_runs.py")
-    paired_runs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(paired_runs)
+    paired_runs = benchmark_module("paired_runs.py")
     assert paired_runs.sign_test(6, 3) == 130 / 512 and paired_runs.sign_test(0, 0) == 1.0
     # --learning: the learners' columns, per window of the batches both learned from
     learning = "iteration,batch,loss_low,probe_low_accuracy\n"
@@ -304,9 +303,7 @@ def test_batch_time_reads_the_clock_of_the_batches_asked_for_and_the_validations
     (metrics / "outstanding.csv").write_text("iteration,batch,cumulative_expansions,outstanding,seconds\n" + clock)
     (metrics / "train.csv").write_text("iteration,batch,seconds\n0,0,6\n0,0,2\n0,1,8\n1,0,9\n1,1,5\n")
     (metrics / "validate.csv").write_text("iteration,batch,seconds\n0,0,12\n0,0,3\n1,0,4\n")
-    spec = importlib.util.spec_from_file_location("batch_time", REPO / "benchmarks" / "batch_time.py")
-    batch_time = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(batch_time)
+    batch_time = benchmark_module("batch_time.py")
     run = tmp_path / "run"
     # (batches, expansions, total, search, validation, the rest): the last pass's validation (4 s) is left out
     assert batch_time.split(run) == (4, 400, 60.0, 28.0, 12.0, 20.0)
@@ -321,9 +318,7 @@ def test_search_benchmark_leaves_its_stopwatch_out_of_the_engine_time():
     """benchmarks/search.py's engine time is the wall time less the domain's, the evaluator's and the
     stopwatch's own (about 10 wrapped calls an expansion): with the last left in, the engine reads
     about 1 µs an expansion slower than it is (docs/search.md)."""
-    spec = importlib.util.spec_from_file_location("search_benchmark", REPO / "benchmarks" / "search.py")
-    search_benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(search_benchmark)
+    search_benchmark = benchmark_module("search.py")
     cost = search_benchmark.untimed_cost_per_call(calls=20_000)
     assert 0.0 < cost < 5e-6  # a Python call and return, well under the domain's step
     watch = search_benchmark.Stopwatch()
