@@ -61,8 +61,8 @@ def untimed_cost_per_call(calls: int = 200_000) -> float:
     """Seconds a `Stopwatch` wrapper adds per call outside the interval it times: a wrapped
     no-op's wall time less its timed seconds, less the bare no-op's wall time, each the best of 5.
 
-    Each loop's best is taken on its own: the best of the 5 differences would pick a round whose
-    bare loop alone was preempted, and read below zero on a loaded machine."""
+    Each loop's best is taken on its own: the best of the 5 differences can pick a round in which
+    only the bare loop was preempted, whose difference falls below zero (clamped to 0)."""
 
     def nothing(value: Any) -> Any:
         return value

@@ -123,7 +123,7 @@ def test_code_refit_holds_out_whole_trees_whatever_cluster_level_their_pairs_cam
     """Rows of one tree share states, so a tree must fall on one side of the split; hard CraftWorld
     draws every pair at one cluster level, which a split by level would leave with nothing held out."""
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    code_refit = benchmark_module("code_refit.py", monkeypatch)  # its dataclasses look their module up
+    code_refit = benchmark_module("code_refit.py", monkeypatch)
     lengths, trees = [2, 1, 3, 2, 1, 2], [0, 0, 1, 2, 3, 3]  # the steps and the failed tree of each pair
     rows = sum(lengths)
     samples = SimpleNamespace(failed_paths=[(0, 0, length) for length in lengths], failed_low=np.arange(rows),
