@@ -120,6 +120,13 @@ def cluster_cpus(ray: ModuleType) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
+def _raise_if_it_could_not_start(error: Exception) -> None:
+    """Raise for an actor that failed in its constructor: a new one would fail again (a setup
+    error, such as a model the actors cannot build), so it is not a loss to make good."""
+    if getattr(error, "actor_init_failed", False):
+        raise RuntimeError(f"a Ray search actor could not start: {error}") from error
+
+
 class RaySearchPool:
     """`workers` Ray actors that search batches of problems with a copy of the method's model."""
 
@@ -179,8 +186,7 @@ class RaySearchPool:
                 answers[share] = ray.get(ready[0])
             except ray.exceptions.RayActorError as error:
                 failures += 1
-                if getattr(error, "actor_init_failed", False):  # it would fail again: a setup error, not a loss
-                    raise RuntimeError(f"a Ray search actor could not start: {error}") from error
+                _raise_if_it_could_not_start(error)
                 if failures > MAX_REPLACEMENTS_PER_BATCH:
                     raise RuntimeError(f"Ray actors failed {failures} times in one batch; last: {error}") from error
                 lost = f"a search actor died ({type(error).__name__}); its {len(shares[share])} problems"
@@ -218,6 +224,10 @@ class RaySearchPool:
                 dead = self._stream_once(stored, shared_levels, sorted(remaining), options, remaining, on_result)
                 if not dead and remaining:
                     raise RuntimeError(f"the Ray search actors ended with {len(remaining)} levels unanswered")
+                if dead:  # told once the stream is over: only then is it known what the dead actors left
+                    left = (f"the {len(remaining)} levels taken and not answered are searched again" if remaining
+                            else "every level taken was answered, so none is searched again")  # fmt: skip
+                    warnings.warn(f"{len(dead)} search actor(s) died; {left}", RuntimeWarning, stacklevel=2)
                 failures += len(dead)
                 if failures > MAX_REPLACEMENTS_PER_BATCH:
                     raise RuntimeError(f"Ray actors failed {failures} times in one stream of searches")
@@ -306,10 +316,7 @@ class RaySearchPool:
         except exceptions.RayTaskError:  # raised in the call (a lost queue looks like a dead actor there)
             raise
         except exceptions.RayActorError as error:
-            if getattr(error, "actor_init_failed", False):  # it would fail again: a setup error, not a loss
-                raise RuntimeError(f"a Ray search actor could not start: {error}") from error
-            warnings.warn(f"a search actor died ({type(error).__name__}); the levels it had taken and not "
-                          "answered are searched again", RuntimeWarning, stacklevel=5)  # fmt: skip
+            _raise_if_it_could_not_start(error)
             return True
         return False
 
