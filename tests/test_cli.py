@@ -104,10 +104,11 @@ def test_demo_draws_levels_then_runs_and_summarises_a_comparison(tmp_path, capsy
     assert " of 16 " in table[1] and "of 4" in table[1]  # 20 problems, 4 held out; 4 test problems
 
 
-#: The demo's comparison in small: bounded by expansions (equal for both), the clock only a guard.
+#: The demo's comparison in small, π^SG's run alone (the method with the most to go wrong under load:
+#: clustering, four networks): bounded by expansions, the clock only a guard.
 TINY_BUDGETED = TINY_COMPARISON.replace(
     "max_iterations = 1\n", "max_iterations = 50\nmax_expansions = 6000\ntime_limit_minutes = 30\n"
-)
+).replace('algorithms = ["phs-sg", "phs"]', 'algorithms = ["phs-sg"]')
 
 
 def without_column(lines: list[str], header: str, split: str) -> list[str]:
@@ -137,7 +138,7 @@ def test_the_demo_comparison_gives_the_same_table_on_a_loaded_machine(tmp_path):
         training = [line for line in report[report.index("## Training") :].splitlines() if line.startswith("|")]
         trainings.append(without_column(training, "hours", r"\s*\|\s*"))
         test_tables.append(report[report.index("## Test set") : report.index("## Training")])
-    assert tables[0] == tables[1] and len(tables[0]) == 3
+    assert tables[0] == tables[1] and len(tables[0]) == 2
     assert test_tables[0] == test_tables[1] and test_tables[0].count("|") > 20
     assert trainings[0] == trainings[1]
     assert "expansion limit" in " ".join(trainings[0]) and "‡" not in " ".join(tables[0])
