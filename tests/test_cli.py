@@ -119,7 +119,8 @@ def without_column(lines: list[str], header: str, split: str) -> list[str]:
 
 
 def test_the_demo_comparison_gives_the_same_table_on_a_loaded_machine(tmp_path):
-    """Expansions decide: a CPU-bound process beside the demo's comparison changes its minutes, nothing else."""
+    """Expansions decide: a CPU-bound process beside π^SG's run of the demo's comparison changes its minutes,
+    nothing else."""
     config = tmp_path / "tiny.toml"
     config.write_text(TINY_BUDGETED)
     tables, trainings, test_tables = [], [], []

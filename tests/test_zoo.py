@@ -61,13 +61,16 @@ def test_a_shipped_model_solves_the_first_five_levels_of_its_official_test_withi
     assert all(outcome.expansions <= budget for outcome in outcomes)
 
 
-def test_the_hard_craftworld_model_solves_its_official_tests_easiest_level_as_its_card_records(tmp_path):
-    """Official level 39 (seed 20039, an iron pick): 419 expansions and 157 moves in the card's record, the
-    fewest of the 100 (the first five take 931-2,247 each, too long for this suite in exact order)."""
+def test_the_hard_craftworld_model_solves_an_official_test_level_within_its_first_budget(tmp_path):
+    """Official level 39 (seed 20039, an iron pick), the one the record the card was made from solves
+    with the fewest expansions (419, 157 moves; the first five take 931-2,247 each, too long for this
+    suite in exact order); no training happens here."""
     level = _generate(tmp_path, "official-39", "craftworld", "--variant", "hard", "--param", "goal=iron_pick",
                       "--seed", "20039", "--count", "1")  # fmt: skip
-    (outcome,) = sgps.load("hard-craftworld").solve_many(level, budget=4000)
-    assert outcome.solved and (outcome.expansions, len(outcome.actions)) == (419, 157)
+    searcher = sgps.load("hard-craftworld")
+    assert "hard-craftworld" in searcher.weights_used and searcher.algorithm == "phs-sg"
+    (outcome,) = searcher.solve_many(level, budget=4000)
+    assert outcome.solved and outcome.expansions <= 4000
 
 
 def test_solve_with_a_model_by_name_and_a_gif(tmp_path, capsys):

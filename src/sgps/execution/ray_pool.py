@@ -127,6 +127,18 @@ def _raise_if_it_could_not_start(error: Exception) -> None:
         raise RuntimeError(f"a Ray search actor could not start: {error}") from error
 
 
+def _warn_of_dead_actors(dead: int, unanswered: int) -> None:
+    """Say, once a stream is over and its dead actors replaced, what they cost: the levels still
+    without a result, streamed again (none where a dead actor's last result was already queued)."""
+    actors = "1 search actor" if dead == 1 else f"{dead} search actors"
+    if unanswered:
+        levels = "the 1 level" if unanswered == 1 else f"the {unanswered} levels"
+        cost = f"{levels} still without a result {'is' if unanswered == 1 else 'are'} searched again"
+    else:
+        cost = "every level has its result, so none is searched again"
+    warnings.warn(f"{actors} died; {cost}", RuntimeWarning, stacklevel=3)
+
+
 class RaySearchPool:
     """`workers` Ray actors that search batches of problems with a copy of the method's model."""
 
@@ -224,15 +236,13 @@ class RaySearchPool:
                 dead = self._stream_once(stored, shared_levels, sorted(remaining), options, remaining, on_result)
                 if not dead and remaining:
                     raise RuntimeError(f"the Ray search actors ended with {len(remaining)} levels unanswered")
-                if dead:  # told once the stream is over: only then is it known what the dead actors left
-                    left = (f"the {len(remaining)} levels taken and not answered are searched again" if remaining
-                            else "every level taken was answered, so none is searched again")  # fmt: skip
-                    warnings.warn(f"{len(dead)} search actor(s) died; {left}", RuntimeWarning, stacklevel=2)
                 failures += len(dead)
                 if failures > MAX_REPLACEMENTS_PER_BATCH:
                     raise RuntimeError(f"Ray actors failed {failures} times in one stream of searches")
                 for actor in dead:  # now that the others have finished and their CPUs are free
                     self._replace(actor)
+                if dead:
+                    _warn_of_dead_actors(len(dead), len(remaining))
         except BaseException:
             self.broken = True
             raise
